@@ -1,0 +1,205 @@
+// Engine throughput benchmark: target tokens/s of the CPU engine at several batch sizes for
+// greedy and beam search with a forced output length, the share of time spent in GEMMs, their
+// achieved GFLOP/s, the encoder's GEMM efficiency, all against a sgemm peak measured in the same
+// process. Prints a table and writes JSON. bench/engine_bench.sh runs it beside the PyTorch
+// reference (bench/reference_bench.py) on the same model and inputs.
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "model/ops/blas_kernel.h"
+#include "model/ops/ops.h"
+#include "model/translator/translator.h"
+
+ABSL_FLAG(std::string, model_dir, "", "Marian checkpoint (tools/reference/make_random_model.py)");
+ABSL_FLAG(std::string, sources_file, "",
+          "JSON {\"sources\": [[ids...], ...]} (bench/reference_bench.py --write_sources); "
+          "empty: random sources");
+ABSL_FLAG(std::string, batch_sizes, "1,8,32", "Comma-separated batch sizes");
+ABSL_FLAG(std::string, searches, "greedy,beam4", "Comma-separated: greedy, beamN");
+ABSL_FLAG(int, source_length, 25, "Random source length (EOS included) without --sources_file");
+ABSL_FLAG(int, target_length, 32, "Forced number of generated tokens (EOS included)");
+ABSL_FLAG(int, repeats, 3, "Timed runs per configuration (the median is reported)");
+ABSL_FLAG(int, threads, 0, "GEMM threads; 0 = every core");
+ABSL_FLAG(std::string, json, "", "Write results here");
+
+namespace transerve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// Best-of-5 GFLOP/s of a square sgemm through the engine's own GEMM entry point.
+double MeasureSgemmPeak(int n) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> values(static_cast<size_t>(n) * n);
+  for (float& v : values) v = u(rng);
+  const Tensor a = Tensor::FromFloats({n, n}, values);
+  const Tensor b = Tensor::FromFloats({n, n}, values);
+  Tensor c;
+  ops::Gemm(a, b, true, 1.0f, 0.0f, &c);
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    const auto start = Clock::now();
+    ops::Gemm(a, b, true, 1.0f, 0.0f, &c);
+    best = std::min(best, Seconds(start));
+  }
+  return 2.0 * n * n * n / best / 1e9;
+}
+
+int64_t PeakRssBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+std::vector<std::vector<int32_t>> LoadSources(const Translator& t, int count) {
+  std::vector<std::vector<int32_t>> sources;
+  const std::string path = absl::GetFlag(FLAGS_sources_file);
+  if (!path.empty()) {
+    std::ifstream in(path);
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.contains("sources")) {
+      std::cerr << "cannot read sources from " << path << "\n";
+      std::exit(2);
+    }
+    sources = j["sources"].get<std::vector<std::vector<int32_t>>>();
+  } else {
+    std::mt19937 rng(1234);
+    const int64_t vocab = t.model().config.vocab_size;
+    const SpecialTokens& sp = t.special_tokens();
+    std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(vocab - 1));
+    for (int i = 0; i < count; ++i) {
+      std::vector<int32_t> s;
+      while (static_cast<int>(s.size()) + 1 < absl::GetFlag(FLAGS_source_length)) {
+        const int32_t id = token(rng);
+        if (id != sp.pad && id != sp.eos) s.push_back(id);
+      }
+      s.push_back(sp.eos);
+      sources.push_back(s);
+    }
+  }
+  if (static_cast<int>(sources.size()) < count) {
+    std::cerr << "need " << count << " sources, have " << sources.size() << "\n";
+    std::exit(2);
+  }
+  sources.resize(static_cast<size_t>(count));
+  return sources;
+}
+
+int Run() {
+  TranslatorOptions topts;
+  topts.model_dir = absl::GetFlag(FLAGS_model_dir);
+  topts.device = "cpu";
+  topts.num_threads = absl::GetFlag(FLAGS_threads);
+  topts.with_tokenizer = false;
+  auto translator = Translator::Create(topts);
+  if (!translator.ok()) {
+    std::cerr << translator.status() << "\n";
+    return 1;
+  }
+  Translator& t = **translator;
+  std::vector<int> batches;
+  for (auto part : absl::StrSplit(absl::GetFlag(FLAGS_batch_sizes), ',')) {
+    int b;
+    if (absl::SimpleAtoi(part, &b)) batches.push_back(b);
+  }
+  std::vector<std::string> searches = absl::StrSplit(absl::GetFlag(FLAGS_searches), ',');
+  const int target_length = absl::GetFlag(FLAGS_target_length);
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
+  const auto all_sources = LoadSources(t, max_batch);
+
+  ops::EnableGemmCounters(true);
+  const double peak = MeasureSgemmPeak(2048);
+
+  // Encoder GEMM efficiency at the largest batch.
+  ops::ResetGemmCounters();
+  for (int i = 0; i < 3; ++i) (void)t.Encode(all_sources);
+  const ops::GemmCounters enc = ops::ReadGemmCounters();
+  const double encoder_gflops = enc.flops / enc.seconds / 1e9;
+
+  nlohmann::json results = nlohmann::json::array();
+  std::printf("%-6s %-7s %12s %10s %11s %9s\n", "batch", "search", "target tok/s", "GEMM share",
+              "GEMM GFLOP/s", "of peak");
+  for (const std::string& search : searches) {
+    DecodingOptions options;
+    options.beam_size = search == "greedy" ? 1 : std::stoi(search.substr(4));
+    options.min_length = options.max_length = target_length;
+    for (int batch : batches) {
+      const std::vector<std::vector<int32_t>> sources(all_sources.begin(),
+                                                      all_sources.begin() + batch);
+      (void)t.TranslateIds(sources, options);  // warm-up: caches, pool, scratch sizes
+      std::vector<double> times;
+      ops::ResetGemmCounters();
+      double total = 0;
+      for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
+        const auto start = Clock::now();
+        auto out = t.TranslateIds(sources, options);
+        times.push_back(Seconds(start));
+        total += times.back();
+        if (!out.ok()) {
+          std::cerr << out.status() << "\n";
+          return 1;
+        }
+      }
+      const ops::GemmCounters g = ops::ReadGemmCounters();
+      std::sort(times.begin(), times.end());
+      const double median = times[times.size() / 2];
+      const double tokens_per_second = static_cast<double>(batch) * target_length / median;
+      const double gemm_gflops = g.flops / g.seconds / 1e9;
+      std::printf("%-6d %-7s %12.1f %9.0f%% %12.1f %8.0f%%\n", batch, search.c_str(),
+                  tokens_per_second, 100 * g.seconds / total, gemm_gflops,
+                  100 * gemm_gflops / peak);
+      results.push_back({{"batch", batch},
+                         {"search", search},
+                         {"target_tokens_per_second", tokens_per_second},
+                         {"seconds", median},
+                         {"gemm_share", g.seconds / total},
+                         {"gemm_gflops", gemm_gflops}});
+    }
+  }
+  std::printf("sgemm peak (2048^3, %d threads): %.1f GFLOP/s; encoder GEMMs at batch %d: "
+              "%.1f GFLOP/s = %.0f%% of peak; peak RSS %.0f MB\n%s\n",
+              ops::GetNumThreads(), peak, max_batch, encoder_gflops,
+              100 * encoder_gflops / peak, PeakRssBytes() / 1e6, ops::BlasDescription().c_str());
+  const std::string json_path = absl::GetFlag(FLAGS_json);
+  if (!json_path.empty()) {
+    nlohmann::json out{{"engine", "transerve"},
+                       {"blas", ops::BlasDescription()},
+                       {"threads", ops::GetNumThreads()},
+                       {"sgemm_peak_gflops", peak},
+                       {"encoder_gemm_gflops", encoder_gflops},
+                       {"encoder_gemm_fraction_of_peak", encoder_gflops / peak},
+                       {"peak_rss_bytes", PeakRssBytes()},
+                       {"target_length", target_length},
+                       {"results", results}};
+    std::ofstream(json_path) << out.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace transerve
+
+int main(int argc, char** argv) {
+  transerve::EnsureFastBlasKernel(argv);
+  absl::ParseCommandLine(argc, argv);
+  return transerve::Run();
+}

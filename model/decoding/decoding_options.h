@@ -1,0 +1,36 @@
+// What a caller may ask of a search, and what it gets back. Semantics follow
+// docs/architecture.md section 2: lengths count generated tokens including EOS and excluding
+// the decoder start token; scores are sums of pad-excluded, renormalised log-probabilities.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace transerve {
+
+struct DecodingOptions {
+  int beam_size = 1;            // 1: greedy
+  int max_length = 256;         // generated tokens incl. EOS; EOS is forced at this length
+  int min_length = 0;           // EOS is banned before this many tokens
+  float length_penalty = 1.0f;  // beam scores are divided by length^length_penalty
+  int num_hypotheses = 1;       // n-best (beam search only; at most beam_size)
+};
+
+// The ids the search treats specially (from the model's config).
+struct SpecialTokens {
+  int32_t pad = 0;            // never generated (excluded from the softmax)
+  int32_t eos = 0;
+  int32_t decoder_start = 0;  // first decoder input (Marian: the pad id)
+};
+
+struct Hypothesis {
+  std::vector<int32_t> ids;  // generated ids, EOS included when generated
+  float score = 0.0f;
+};
+
+// Best first.
+struct SearchResult {
+  std::vector<Hypothesis> hypotheses;
+};
+
+}  // namespace transerve

@@ -1,0 +1,41 @@
+#include "model/decoding/greedy_search.h"
+
+#include "model/decoding/logits_processing.h"
+
+namespace transerve {
+
+GreedySearch::GreedySearch(const DecodingOptions& options, const SpecialTokens& special,
+                           std::shared_ptr<const CrossKv> source, KvBlockPool* pool,
+                           int decoder_layers)
+    : options_(options),
+      special_(special),
+      source_(std::move(source)),
+      cache_(std::make_unique<SequenceKvCache>(pool, decoder_layers)),
+      next_input_(special.decoder_start) {}
+
+void GreedySearch::CollectRows(std::vector<DecoderRow>* rows) {
+  rows->push_back({next_input_, cache_.get(), source_.get()});
+}
+
+void GreedySearch::Advance(const Tensor& logits, int64_t first_row) {
+  const int64_t vocab = logits.dim(1);
+  const std::span<const float> row(logits.f32() + first_row * vocab, static_cast<size_t>(vocab));
+  const StepRule rule = RuleForStep(options_, static_cast<int>(hypothesis_.ids.size()));
+  TopTokens(row, special_, rule, 1, &top_);
+  const TokenScore& best = top_.front();
+  hypothesis_.ids.push_back(best.token);
+  hypothesis_.score += best.log_prob;
+  next_input_ = best.token;
+  if (best.token == special_.eos || rule.force_eos) {
+    done_ = true;
+    cache_.reset();  // give the blocks back as soon as the sentence ends
+  }
+}
+
+SearchResult GreedySearch::TakeResult() {
+  SearchResult result;
+  result.hypotheses.push_back(std::move(hypothesis_));
+  return result;
+}
+
+}  // namespace transerve

@@ -1,0 +1,39 @@
+// The search of one source sentence as a step-by-step state machine, independent of how the
+// steps are batched: a driver collects the decoder rows of many searches, runs one batched
+// decoder step, and hands each search its rows of logits. Static batching, continuous
+// batching and the offline translator all drive searches this way.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/core/tensor.h"
+#include "model/decoding/decoding_options.h"
+#include "model/decoding/logits_processing.h"
+#include "model/layers/decoder.h"
+
+namespace transerve {
+
+class SentenceSearch {
+ public:
+  virtual ~SentenceSearch() = default;
+
+  // Appends the rows this search needs in the next decoder step (one per live hypothesis).
+  virtual void CollectRows(std::vector<DecoderRow>* rows) = 0;
+  // Consumes logits rows [first_row, first_row + rows collected) of the step just run.
+  virtual void Advance(const Tensor& logits, int64_t first_row) = 0;
+  virtual bool done() const = 0;
+  // The hypotheses, best first; valid once done().
+  virtual SearchResult TakeResult() = 0;
+  // Generated tokens of the best live hypothesis so far (for streaming partial output).
+  virtual const std::vector<int32_t>& partial_ids() const = 0;
+};
+
+// Greedy when options.beam_size == 1, else beam search. The search keeps `source` (the
+// sentence's cross-attention keys/values) alive and takes its caches from `pool`.
+std::unique_ptr<SentenceSearch> MakeSentenceSearch(const DecodingOptions& options,
+                                                   const SpecialTokens& special,
+                                                   std::shared_ptr<const CrossKv> source,
+                                                   KvBlockPool* pool, int decoder_layers);
+
+}  // namespace transerve

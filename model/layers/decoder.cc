@@ -1,0 +1,61 @@
+#include "model/layers/decoder.h"
+
+#include <vector>
+
+namespace transerve {
+
+void ProjectCrossKv(const TransformerWeights& weights, const Tensor& encoder_out, Tensor* kv) {
+  ops::Linear(encoder_out, weights.cross_kv.weight, weights.cross_kv.bias, Activation::kIdentity,
+              kv);
+}
+
+bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weights,
+                std::span<const DecoderRow> rows, Workspace* ws, Tensor* hidden) {
+  ws->ids.clear();
+  ws->positions.clear();
+  std::vector<SequenceKvCache*> caches;
+  std::vector<const CrossKv*> sources;
+  caches.reserve(rows.size());
+  sources.reserve(rows.size());
+  for (const DecoderRow& row : rows) {
+    ws->ids.push_back(row.token);
+    ws->positions.push_back(row.cache->length());
+    caches.push_back(row.cache);
+    sources.push_back(row.source);
+  }
+  Tensor& x = *hidden;
+  ops::EmbedTokens(weights.decoder_embedding, ws->ids, ws->positions, config.embedding_scale,
+                   weights.position_table, &x);
+  for (int l = 0; l < config.decoder_layers; ++l) {
+    const DecoderLayerWeights& layer = weights.decoder[l];
+    ops::Linear(x, layer.self_qkv.weight, layer.self_qkv.bias, Activation::kIdentity, &ws->qkv);
+    if (!ops::CachedSelfAttention(ws->qkv, l, caches, config.decoder_heads, &ws->context)) {
+      return false;
+    }
+    ops::Linear(ws->context, layer.self_out.weight, layer.self_out.bias, Activation::kIdentity,
+                &ws->projected);
+    ops::AddLayerNorm(x, ws->projected, layer.self_attn_norm.gamma, layer.self_attn_norm.beta,
+                      config.layer_norm_eps, &x);
+
+    ops::Linear(x, layer.cross_q.weight, layer.cross_q.bias, Activation::kIdentity, &ws->query);
+    ops::CrossAttention(ws->query, l, sources, config.decoder_heads, &ws->context);
+    ops::Linear(ws->context, layer.cross_out.weight, layer.cross_out.bias, Activation::kIdentity,
+                &ws->projected);
+    ops::AddLayerNorm(x, ws->projected, layer.cross_attn_norm.gamma, layer.cross_attn_norm.beta,
+                      config.layer_norm_eps, &x);
+
+    ops::Linear(x, layer.fc1.weight, layer.fc1.bias, config.activation, &ws->ffn_hidden);
+    ops::Linear(ws->ffn_hidden, layer.fc2.weight, layer.fc2.bias, Activation::kIdentity,
+                &ws->projected);
+    ops::AddLayerNorm(x, ws->projected, layer.final_norm.gamma, layer.final_norm.beta,
+                      config.layer_norm_eps, &x);
+  }
+  for (SequenceKvCache* cache : caches) cache->CommitAppend();
+  return true;
+}
+
+void OutputLogits(const TransformerWeights& weights, const Tensor& hidden, Tensor* logits) {
+  ops::Linear(hidden, weights.output.weight, weights.output.bias, Activation::kIdentity, logits);
+}
+
+}  // namespace transerve

@@ -1,0 +1,31 @@
+// One incremental step of the decoder stack for any set of sequences, each with its own
+// position, self-attention cache and source: the unit continuous batching is built from.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "model/layers/transformer_weights.h"
+#include "model/layers/workspace.h"
+#include "model/ops/ops.h"
+
+namespace transerve {
+
+struct DecoderRow {
+  int32_t token;            // input token of this step (the start token at step 0)
+  SequenceKvCache* cache;   // its length is the position of `token`
+  const CrossKv* source;    // the encoded source this row attends to
+};
+
+// Projects encoder output [T, D] to cross-attention keys/values of all layers, [T, L*2D].
+void ProjectCrossKv(const TransformerWeights& weights, const Tensor& encoder_out, Tensor* kv);
+
+// Runs one step; writes the last layer's hidden states [rows, D] to *hidden and appends this
+// step to every row's cache. Returns false, with no cache advanced, when the KV pool is full.
+bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weights,
+                std::span<const DecoderRow> rows, Workspace* workspace, Tensor* hidden);
+
+// logits [rows, target_vocab] = hidden · outputᵀ + final_logits_bias.
+void OutputLogits(const TransformerWeights& weights, const Tensor& hidden, Tensor* logits);
+
+}  // namespace transerve

@@ -1,0 +1,24 @@
+#include <cmath>
+
+#include "model/layers/transformer_weights.h"
+
+namespace transerve {
+
+Tensor SinusoidalPositions(int64_t rows, int64_t dim) {
+  Tensor table({rows, dim});
+  const int64_t sin_columns = (dim + 1) / 2;
+  float* out = table.f32();
+  for (int64_t pos = 0; pos < rows; ++pos) {
+    for (int64_t j = 0; j < dim; ++j) {
+      // Column j < sin_columns holds sin(pos / 10000^(2j/D)); the rest hold the cosines of the
+      // same frequencies (HF's table is built from numpy float64 this way).
+      const int64_t k = j < sin_columns ? j : j - sin_columns;
+      const double angle =
+          static_cast<double>(pos) / std::pow(10000.0, 2.0 * static_cast<double>(k) / dim);
+      out[pos * dim + j] = static_cast<float>(j < sin_columns ? std::sin(angle) : std::cos(angle));
+    }
+  }
+  return table;
+}
+
+}  // namespace transerve

@@ -1,0 +1,77 @@
+// Architecture and weights of a post-norm encoder-decoder Transformer (the Marian family), in
+// the layout the layers compute with: fused QKV for self-attention, all decoder layers'
+// cross-attention key/value projections fused into one matrix, nn.Linear [out, in] weights.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/core/activation.h"
+#include "model/core/tensor.h"
+
+namespace transerve {
+
+struct TransformerConfig {
+  int64_t d_model = 0;
+  int64_t source_vocab_size = 0;  // encoder embedding rows
+  int64_t target_vocab_size = 0;  // decoder embedding rows and logits
+  int encoder_layers = 0;
+  int decoder_layers = 0;
+  int encoder_heads = 0;
+  int decoder_heads = 0;
+  int64_t encoder_ffn_dim = 0;
+  int64_t decoder_ffn_dim = 0;
+  int64_t max_positions = 0;  // rows of the position table: the longest source or target
+  Activation activation = Activation::kSwish;
+  float embedding_scale = 1.0f;  // sqrt(d_model) when scale_embedding
+  float layer_norm_eps = 1e-5f;  // PyTorch's default, which Marian checkpoints were trained for
+};
+
+struct LinearWeights {
+  Tensor weight;  // [out, in]
+  Tensor bias;    // [out]
+};
+
+struct LayerNormWeights {
+  Tensor gamma;
+  Tensor beta;
+};
+
+struct EncoderLayerWeights {
+  LinearWeights self_qkv;  // [3D, D]: q, k, v projections stacked
+  LinearWeights self_out;
+  LayerNormWeights self_attn_norm;
+  LinearWeights fc1;
+  LinearWeights fc2;
+  LayerNormWeights final_norm;
+};
+
+struct DecoderLayerWeights {
+  LinearWeights self_qkv;
+  LinearWeights self_out;
+  LayerNormWeights self_attn_norm;
+  LinearWeights cross_q;
+  LinearWeights cross_out;
+  LayerNormWeights cross_attn_norm;
+  LinearWeights fc1;
+  LinearWeights fc2;
+  LayerNormWeights final_norm;
+};
+
+struct TransformerWeights {
+  Tensor encoder_embedding;  // [source_vocab, D]
+  Tensor decoder_embedding;  // [target_vocab, D]
+  Tensor position_table;     // [max_positions, D], sinusoidal
+  LinearWeights output;      // weight [target_vocab, D] (tied or lm_head), bias final_logits_bias
+  // Cross-attention keys and values of every decoder layer: rows l*2D..l*2D+D-1 are layer l's
+  // k_proj, the next D rows its v_proj. One GEMM projects a source for all layers at once.
+  LinearWeights cross_kv;
+  std::vector<EncoderLayerWeights> encoder;
+  std::vector<DecoderLayerWeights> decoder;
+};
+
+// The sinusoidal table of Marian/HF: sines in columns [0, ceil(D/2)), cosines after them, angles
+// computed in double and rounded to float.
+Tensor SinusoidalPositions(int64_t rows, int64_t dim);
+
+}  // namespace transerve

@@ -1,0 +1,291 @@
+#include "model/loader/marian_loader.h"
+
+#include <cmath>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "model/core/logging.h"
+#include "model/loader/safetensors.h"
+
+namespace transerve {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Resolves checkpoint names (with or without the "model." prefix of MarianMTModel, and the
+// aliases the conversion bot records in __metadata__) and reads tensors with shape checks.
+class CheckpointReader {
+ public:
+  explicit CheckpointReader(const SafetensorsFile& file) : file_(file) {}
+
+  // The stored name for `name`, or nullopt when the checkpoint does not have it.
+  std::optional<std::string> Resolve(const std::string& name) const {
+    for (const std::string& candidate : Candidates(name)) {
+      if (file_.Find(candidate) != nullptr) return candidate;
+      auto alias = file_.metadata().find(candidate);
+      if (alias != file_.metadata().end() && file_.Find(alias->second) != nullptr) {
+        return alias->second;
+      }
+    }
+    return std::nullopt;
+  }
+
+  bool Has(const std::string& name) const { return Resolve(name).has_value(); }
+
+  absl::StatusOr<Tensor> Read(const std::string& name, std::vector<int64_t> shape) const {
+    std::optional<std::string> stored = Resolve(name);
+    if (!stored) {
+      return absl::NotFoundError(
+          absl::StrCat(file_.path(), ": missing tensor '", name, "'"));
+    }
+    const SafetensorsTensorInfo* info = file_.Find(*stored);
+    // A [1, N] bias (final_logits_bias) is accepted where [N] is expected.
+    std::vector<int64_t> stored_shape = info->shape;
+    if (stored_shape.size() == 2 && stored_shape[0] == 1 && shape.size() == 1) {
+      stored_shape.erase(stored_shape.begin());
+    }
+    if (stored_shape != shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file_.path(), ": tensor '", *stored, "' has shape [", absl::StrJoin(info->shape, ", "),
+          "], expected [", absl::StrJoin(shape, ", "), "]"));
+    }
+    absl::StatusOr<std::vector<float>> values = file_.ReadAsFloat32(*stored);
+    if (!values.ok()) return values.status();
+    return Tensor::FromFloats(std::move(shape), *values);
+  }
+
+  const std::string& dtype_of(const std::string& name) const {
+    return file_.Find(*Resolve(name))->dtype;
+  }
+
+ private:
+  static std::vector<std::string> Candidates(const std::string& name) {
+    std::vector<std::string> names{name};
+    if (name.rfind("model.", 0) == 0) names.push_back(name.substr(6));  // MarianModel layout
+    return names;
+  }
+
+  const SafetensorsFile& file_;
+};
+
+// Stacks tensors along the first axis (fused projections).
+Tensor Concat(const std::vector<const Tensor*>& parts) {
+  int64_t rows = 0;
+  for (const Tensor* t : parts) rows += t->dim(0);
+  std::vector<int64_t> shape = parts.front()->shape();
+  shape[0] = rows;
+  Tensor out(shape);
+  float* dst = out.f32();
+  for (const Tensor* t : parts) {
+    std::copy(t->f32(), t->f32() + t->numel(), dst);
+    dst += t->numel();
+  }
+  return out;
+}
+
+class WeightBuilder {
+ public:
+  WeightBuilder(const CheckpointReader& reader, const MarianConfig& config)
+      : reader_(reader), config_(config) {}
+
+  absl::Status Linear(const std::string& prefix, int64_t out, int64_t in, LinearWeights* dst) {
+    auto w = reader_.Read(prefix + ".weight", {out, in});
+    if (!w.ok()) return w.status();
+    auto b = reader_.Read(prefix + ".bias", {out});
+    if (!b.ok()) return b.status();
+    dst->weight = *std::move(w);
+    dst->bias = *std::move(b);
+    return absl::OkStatus();
+  }
+
+  absl::Status Norm(const std::string& prefix, LayerNormWeights* dst) {
+    const int64_t d = config_.d_model;
+    auto g = reader_.Read(prefix + ".weight", {d});
+    if (!g.ok()) return g.status();
+    auto b = reader_.Read(prefix + ".bias", {d});
+    if (!b.ok()) return b.status();
+    dst->gamma = *std::move(g);
+    dst->beta = *std::move(b);
+    return absl::OkStatus();
+  }
+
+  // q, k, v projections of `prefix` fused into one [3D, D] linear layer.
+  absl::Status FusedQkv(const std::string& prefix, LinearWeights* dst) {
+    const int64_t d = config_.d_model;
+    LinearWeights q, k, v;
+    if (auto s = Linear(prefix + ".q_proj", d, d, &q); !s.ok()) return s;
+    if (auto s = Linear(prefix + ".k_proj", d, d, &k); !s.ok()) return s;
+    if (auto s = Linear(prefix + ".v_proj", d, d, &v); !s.ok()) return s;
+    dst->weight = Concat({&q.weight, &k.weight, &v.weight});
+    dst->bias = Concat({&q.bias, &k.bias, &v.bias});
+    return absl::OkStatus();
+  }
+
+ private:
+  const CheckpointReader& reader_;
+  const MarianConfig& config_;
+};
+
+absl::Status LoadEncoderLayer(WeightBuilder& b, const MarianConfig& c, int i,
+                              EncoderLayerWeights* layer) {
+  const std::string p = absl::StrCat("model.encoder.layers.", i, ".");
+  const int64_t d = c.d_model;
+  if (auto s = b.FusedQkv(p + "self_attn", &layer->self_qkv); !s.ok()) return s;
+  if (auto s = b.Linear(p + "self_attn.out_proj", d, d, &layer->self_out); !s.ok()) return s;
+  if (auto s = b.Norm(p + "self_attn_layer_norm", &layer->self_attn_norm); !s.ok()) return s;
+  if (auto s = b.Linear(p + "fc1", c.encoder_ffn_dim, d, &layer->fc1); !s.ok()) return s;
+  if (auto s = b.Linear(p + "fc2", d, c.encoder_ffn_dim, &layer->fc2); !s.ok()) return s;
+  return b.Norm(p + "final_layer_norm", &layer->final_norm);
+}
+
+absl::Status LoadDecoderLayer(WeightBuilder& b, const MarianConfig& c, int i,
+                              DecoderLayerWeights* layer, LinearWeights* cross_k,
+                              LinearWeights* cross_v) {
+  const std::string p = absl::StrCat("model.decoder.layers.", i, ".");
+  const int64_t d = c.d_model;
+  if (auto s = b.FusedQkv(p + "self_attn", &layer->self_qkv); !s.ok()) return s;
+  if (auto s = b.Linear(p + "self_attn.out_proj", d, d, &layer->self_out); !s.ok()) return s;
+  if (auto s = b.Norm(p + "self_attn_layer_norm", &layer->self_attn_norm); !s.ok()) return s;
+  if (auto s = b.Linear(p + "encoder_attn.q_proj", d, d, &layer->cross_q); !s.ok()) return s;
+  if (auto s = b.Linear(p + "encoder_attn.k_proj", d, d, cross_k); !s.ok()) return s;
+  if (auto s = b.Linear(p + "encoder_attn.v_proj", d, d, cross_v); !s.ok()) return s;
+  if (auto s = b.Linear(p + "encoder_attn.out_proj", d, d, &layer->cross_out); !s.ok()) return s;
+  if (auto s = b.Norm(p + "encoder_attn_layer_norm", &layer->cross_attn_norm); !s.ok()) return s;
+  if (auto s = b.Linear(p + "fc1", c.decoder_ffn_dim, d, &layer->fc1); !s.ok()) return s;
+  if (auto s = b.Linear(p + "fc2", d, c.decoder_ffn_dim, &layer->fc2); !s.ok()) return s;
+  return b.Norm(p + "final_layer_norm", &layer->final_norm);
+}
+
+// Stored position tables (2020 checkpoints) must match the computed one; F16/BF16 storage
+// rounds them, so the tolerance follows the dtype.
+absl::Status CheckStoredPositions(const CheckpointReader& reader, const std::string& path,
+                                  const std::string& name, const Tensor& computed) {
+  if (!reader.Has(name)) return absl::OkStatus();
+  auto stored = reader.Read(name, computed.shape());
+  if (!stored.ok()) return stored.status();
+  const std::string& dtype = reader.dtype_of(name);
+  const float tolerance = dtype == "F32" ? 1e-6f : (dtype == "F16" ? 1e-3f : 1e-2f);
+  for (int64_t i = 0; i < computed.numel(); ++i) {
+    if (std::fabs(stored->f32()[i] - computed.f32()[i]) > tolerance) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": tensor '", name, "' differs from the sinusoidal table at element ", i, " (",
+          stored->f32()[i], " vs ", computed.f32()[i],
+          "); only Marian's fixed sinusoidal positions are supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& model_dir) {
+  auto model = std::make_unique<MarianModel>();
+  model->model_dir = model_dir;
+  if (!fs::is_directory(model_dir)) {
+    return absl::NotFoundError(absl::StrCat("model directory '", model_dir, "' does not exist"));
+  }
+  auto config = LoadMarianConfig((fs::path(model_dir) / "config.json").string());
+  if (!config.ok()) return config.status();
+  model->config = *config;
+  auto generation = LoadGenerationDefaults(model_dir);
+  if (!generation.ok()) return generation.status();
+  model->generation = *generation;
+
+  const std::string weights_path = (fs::path(model_dir) / "model.safetensors").string();
+  if (!fs::exists(weights_path)) {
+    const bool has_bin = fs::exists(fs::path(model_dir) / "pytorch_model.bin");
+    return absl::NotFoundError(absl::StrCat(
+        weights_path, " not found",
+        has_bin ? "; the directory has pytorch_model.bin (a PyTorch pickle), which transerve does "
+                  "not read: convert it to safetensors offline"
+                : ""));
+  }
+  auto file = SafetensorsFile::Open(weights_path);
+  if (!file.ok()) return file.status();
+  const CheckpointReader reader(*file);
+  const MarianConfig& c = model->config;
+  const int64_t d = c.d_model;
+
+  TransformerConfig& t = model->transformer;
+  t.d_model = d;
+  t.source_vocab_size = c.vocab_size;
+  t.target_vocab_size = c.decoder_vocab_size;
+  t.encoder_layers = static_cast<int>(c.encoder_layers);
+  t.decoder_layers = static_cast<int>(c.decoder_layers);
+  t.encoder_heads = static_cast<int>(c.encoder_attention_heads);
+  t.decoder_heads = static_cast<int>(c.decoder_attention_heads);
+  t.encoder_ffn_dim = c.encoder_ffn_dim;
+  t.decoder_ffn_dim = c.decoder_ffn_dim;
+  t.max_positions = c.max_position_embeddings;
+  t.activation = c.activation;
+  t.embedding_scale = c.scale_embedding ? std::sqrt(static_cast<float>(d)) : 1.0f;
+
+  TransformerWeights& w = model->weights;
+  // Embeddings: the per-side table if stored, else the shared one (docs/marian-format.md §3).
+  const std::string enc_name = reader.Has("model.encoder.embed_tokens.weight")
+                                   ? "model.encoder.embed_tokens.weight"
+                                   : "model.shared.weight";
+  const std::string dec_name = reader.Has("model.decoder.embed_tokens.weight")
+                                   ? "model.decoder.embed_tokens.weight"
+                                   : "model.shared.weight";
+  auto enc_embedding = reader.Read(enc_name, {c.vocab_size, d});
+  if (!enc_embedding.ok()) return enc_embedding.status();
+  w.encoder_embedding = *std::move(enc_embedding);
+  if (dec_name == enc_name && c.decoder_vocab_size == c.vocab_size) {
+    w.decoder_embedding = w.encoder_embedding;
+  } else {
+    auto dec_embedding = reader.Read(dec_name, {c.decoder_vocab_size, d});
+    if (!dec_embedding.ok()) return dec_embedding.status();
+    w.decoder_embedding = *std::move(dec_embedding);
+  }
+  if (c.tie_word_embeddings) {
+    w.output.weight = w.decoder_embedding;
+  } else {
+    auto lm_head = reader.Read("lm_head.weight", {c.decoder_vocab_size, d});
+    if (!lm_head.ok()) return lm_head.status();
+    w.output.weight = *std::move(lm_head);
+  }
+  auto bias = reader.Read("final_logits_bias", {c.decoder_vocab_size});
+  if (!bias.ok()) return bias.status();
+  w.output.bias = *std::move(bias);
+
+  w.position_table = SinusoidalPositions(c.max_position_embeddings, d);
+  for (const char* name :
+       {"model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight"}) {
+    if (auto s = CheckStoredPositions(reader, weights_path, name, w.position_table); !s.ok()) {
+      return s;
+    }
+  }
+
+  WeightBuilder builder(reader, c);
+  w.encoder.resize(static_cast<size_t>(c.encoder_layers));
+  for (int i = 0; i < c.encoder_layers; ++i) {
+    if (auto s = LoadEncoderLayer(builder, c, i, &w.encoder[i]); !s.ok()) return s;
+  }
+  w.decoder.resize(static_cast<size_t>(c.decoder_layers));
+  std::vector<LinearWeights> cross_k(w.decoder.size()), cross_v(w.decoder.size());
+  for (int i = 0; i < c.decoder_layers; ++i) {
+    if (auto s = LoadDecoderLayer(builder, c, i, &w.decoder[i], &cross_k[i], &cross_v[i]);
+        !s.ok()) {
+      return s;
+    }
+  }
+  std::vector<const Tensor*> kv_weights, kv_biases;
+  for (size_t i = 0; i < w.decoder.size(); ++i) {
+    kv_weights.insert(kv_weights.end(), {&cross_k[i].weight, &cross_v[i].weight});
+    kv_biases.insert(kv_biases.end(), {&cross_k[i].bias, &cross_v[i].bias});
+  }
+  w.cross_kv.weight = Concat(kv_weights);
+  w.cross_kv.bias = Concat(kv_biases);
+
+  Log().info("loaded {}: d_model {}, {}+{} layers, {} heads, vocab {}/{}, {}, {}", model_dir, d,
+             c.encoder_layers, c.decoder_layers, c.encoder_attention_heads, c.vocab_size,
+             c.decoder_vocab_size, ActivationName(c.activation), reader.dtype_of(enc_name));
+  return model;
+}
+
+}  // namespace transerve

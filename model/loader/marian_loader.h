@@ -1,0 +1,27 @@
+// Loads a Hugging Face Marian (OPUS-MT) checkpoint directory into the engine's Transformer:
+// config.json, optional generation_config.json and model.safetensors (F32/F16/BF16, upcast to
+// F32), with the name-resolution rules of docs/marian-format.md section 3.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "model/layers/transformer_weights.h"
+#include "model/loader/model_config.h"
+
+namespace transerve {
+
+struct MarianModel {
+  std::string model_dir;
+  MarianConfig config;
+  GenerationDefaults generation;
+  TransformerConfig transformer;
+  TransformerWeights weights;
+};
+
+// Every problem (missing file, missing or mis-shaped tensor, unsupported dtype or setting,
+// truncated file) is an error that names the file and the tensor; nothing here crashes on input.
+absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& model_dir);
+
+}  // namespace transerve

@@ -1,0 +1,184 @@
+// Safetensors writer: validation, float rounding, and the reference writer's layout.
+#include "model/loader/safetensors_writer.h"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "model/loader/safetensors.h"
+
+namespace transerve {
+namespace {
+
+using Json = nlohmann::json;
+
+void AppendLE(std::string* out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+}  // namespace
+
+uint16_t FloatToHalf(float value) {
+  const uint32_t x = std::bit_cast<uint32_t>(value);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7FFFFFFFu;
+  if (abs >= 0x7F800000u) {
+    if (abs == 0x7F800000u) return sign | 0x7C00u;
+    // NaN: keep the top payload bits and force the quiet bit so it cannot turn into infinity.
+    return static_cast<uint16_t>(sign | 0x7E00u | ((abs >> 13) & 0x3FFu));
+  }
+  const int exp = static_cast<int>(abs >> 23) - 127;
+  if (exp > 15) return sign | 0x7C00u;  // Beyond the largest finite half even before rounding.
+  uint32_t half;
+  uint32_t rest;     // The bits dropped by the shift.
+  uint32_t halfway;  // Value of `rest` exactly halfway between two halves.
+  if (exp >= -14) {
+    // Normal: keep 10 of the 23 mantissa bits. A rounding carry may ripple into the exponent,
+    // which is exactly right (up to and including overflow to infinity, 0x7C00).
+    half = (static_cast<uint32_t>(exp + 15) << 10) | ((abs & 0x7FFFFFu) >> 13);
+    rest = abs & 0x1FFFu;
+    halfway = 0x1000u;
+  } else if (exp >= -25) {
+    // Subnormal half: count units of 2^-24. The value is mant24 * 2^(exp - 23).
+    const uint32_t mant24 = (abs & 0x7FFFFFu) | 0x800000u;
+    const int shift = -exp - 1;  // 14..24
+    half = mant24 >> shift;
+    rest = mant24 & ((1u << shift) - 1);
+    halfway = 1u << (shift - 1);
+  } else {
+    return sign;  // Below half of the smallest subnormal: rounds to zero.
+  }
+  if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+uint16_t FloatToBFloat16(float value) {
+  const uint32_t x = std::bit_cast<uint32_t>(value);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) {
+    // NaN: truncating could clear every payload bit and produce infinity.
+    return static_cast<uint16_t>((x >> 16) | 0x0040u);
+  }
+  // Round to nearest even; a carry into the exponent (up to infinity) is the correct result.
+  const uint32_t rounded = x + 0x7FFFu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(rounded >> 16);
+}
+
+absl::StatusOr<std::string> SerializeSafetensors(
+    const std::vector<NamedTensor>& tensors, const std::map<std::string, std::string>& metadata) {
+  struct Prepared {
+    const NamedTensor* tensor;
+    int bits;
+    std::string bytes;
+  };
+  std::vector<Prepared> prepared;
+  std::set<std::string> names;
+  for (const NamedTensor& t : tensors) {
+    const std::string where = absl::StrCat("tensor \"", t.name, "\"");
+    if (t.name == "__metadata__") {
+      return absl::InvalidArgumentError("\"__metadata__\" is reserved and cannot name a tensor");
+    }
+    if (!names.insert(t.name).second) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " appears twice"));
+    }
+    const int bits = SafetensorsDtypeBits(t.dtype);
+    if (bits == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": unknown dtype \"", t.dtype, "\""));
+    }
+    uint64_t elements = 1;
+    for (int64_t d : t.shape) {
+      if (d < 0 || __builtin_mul_overflow(elements, static_cast<uint64_t>(d), &elements)) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": bad shape dimension ", d));
+      }
+    }
+    Prepared p{&t, bits, {}};
+    if (t.dtype == "F32" || t.dtype == "F16" || t.dtype == "BF16") {
+      if (t.values.size() != elements || !t.raw.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": shape needs ", elements,
+                                                       " values, got ", t.values.size(),
+                                                       t.raw.empty() ? "" : " (and raw bytes)"));
+      }
+      p.bytes.reserve(elements * bits / 8);
+      for (float v : t.values) {
+        if (t.dtype == "F32") {
+          AppendLE(&p.bytes, std::bit_cast<uint32_t>(v), 4);
+        } else if (t.dtype == "F16") {
+          AppendLE(&p.bytes, FloatToHalf(v), 2);
+        } else {
+          AppendLE(&p.bytes, FloatToBFloat16(v), 2);
+        }
+      }
+    } else {
+      uint64_t nbits = 0;
+      if (__builtin_mul_overflow(elements, static_cast<uint64_t>(bits), &nbits) || nbits % 8 != 0 ||
+          nbits / 8 != t.raw.size() || !t.values.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": ", t.dtype, " data must be given as ", nbits / 8, " raw bytes, got ",
+            t.raw.size(), t.values.empty() ? "" : " (and float values)"));
+      }
+      p.bytes = t.raw;
+    }
+    prepared.push_back(std::move(p));
+  }
+  // The reference writer's order (largest element first, then name) keeps the data aligned.
+  std::sort(prepared.begin(), prepared.end(), [](const Prepared& a, const Prepared& b) {
+    return std::tie(b.bits, a.tensor->name) < std::tie(a.bits, b.tensor->name);
+  });
+
+  Json header = Json::object();
+  std::map<std::string, std::string> meta = metadata;
+  meta.emplace("format", "pt");  // No-op when the caller set one.
+  header["__metadata__"] = meta;
+  uint64_t offset = 0;
+  for (const Prepared& p : prepared) {
+    header[p.tensor->name] = {{"dtype", p.tensor->dtype},
+                              {"shape", p.tensor->shape},
+                              {"data_offsets", {offset, offset + p.bytes.size()}}};
+    offset += p.bytes.size();
+  }
+  std::string header_text;
+  try {
+    header_text = header.dump();  // Throws on names or metadata that are not valid UTF-8.
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot encode the header: ", e.what()));
+  }
+  // Pad so the data starts 8-byte aligned, as the reference writer does.
+  header_text.append((8 - header_text.size() % 8) % 8, ' ');
+  if (header_text.size() > kSafetensorsMaxHeaderBytes) {
+    return absl::InvalidArgumentError("header exceeds the 100,000,000-byte limit");
+  }
+
+  std::string out;
+  out.reserve(8 + header_text.size() + offset);
+  AppendLE(&out, header_text.size(), 8);
+  out += header_text;
+  for (const Prepared& p : prepared) out += p.bytes;
+  return out;
+}
+
+absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+                              const std::map<std::string, std::string>& metadata) {
+  absl::StatusOr<std::string> bytes = SerializeSafetensors(tensors, metadata);
+  if (!bytes.ok()) {
+    return absl::Status(bytes.status().code(), absl::StrCat(path, ": ", bytes.status().message()));
+  }
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot create: ", std::strerror(errno)));
+  }
+  const bool written = std::fwrite(bytes->data(), 1, bytes->size(), f) == bytes->size();
+  const bool closed = std::fclose(f) == 0;
+  if (!written || !closed) {
+    return absl::DataLossError(absl::StrCat(path, ": write failed"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace transerve

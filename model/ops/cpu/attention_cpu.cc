@@ -1,0 +1,165 @@
+// Scaled dot-product attention on the CPU. Every variant (packed encoder self-attention, cached
+// decoder self-attention, cross-attention) reduces to one kernel: a single query attending a
+// list of key/value segments. Keys outside the segments are never visited, which is exactly the
+// additive finfo.min mask of the reference (their softmax weight is 0 there too).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "model/ops/cpu/cpu_ops.h"
+#include "model/ops/cpu/vector_math.h"
+
+namespace transerve::ops::cpu {
+namespace {
+
+struct KvSegment {
+  const float* keys;    // first key row of this head
+  const float* values;  // first value row of this head
+  int32_t count;        // positions in the segment
+  int64_t stride;       // floats between consecutive positions
+};
+
+inline float Dot(const float* a, const float* b, int n) {
+  float s = 0.0f;
+  for (int i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// out[0..head_dim) = softmax(q·kᵀ · scale) · v over all positions of the segments.
+// `scores` must hold the total number of positions.
+void AttendOne(const float* q, const KvSegment* segments, int num_segments, int head_dim,
+               float scale, float* out, float* scores) {
+  int n = 0;
+  float max_score = -std::numeric_limits<float>::infinity();
+  for (int s = 0; s < num_segments; ++s) {
+    const KvSegment& seg = segments[s];
+    for (int32_t p = 0; p < seg.count; ++p) {
+      const float score = Dot(q, seg.keys + p * seg.stride, head_dim) * scale;
+      scores[n++] = score;
+      max_score = std::max(max_score, score);
+    }
+  }
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    scores[i] = FastExp(scores[i] - max_score);
+    sum += scores[i];
+  }
+  const float inv_sum = 1.0f / sum;
+  std::fill(out, out + head_dim, 0.0f);
+  n = 0;
+  for (int s = 0; s < num_segments; ++s) {
+    const KvSegment& seg = segments[s];
+    for (int32_t p = 0; p < seg.count; ++p) {
+      const float w = scores[n++] * inv_sum;
+      const float* v = seg.values + p * seg.stride;
+      for (int i = 0; i < head_dim; ++i) out[i] += w * v[i];
+    }
+  }
+}
+
+int HeadDim(int64_t d_model, int heads) {
+  if (heads <= 0 || d_model % heads != 0) {
+    throw std::invalid_argument("attention: d_model not divisible by the number of heads");
+  }
+  return static_cast<int>(d_model / heads);
+}
+
+}  // namespace
+
+void PackedSelfAttention(const Tensor& qkv, std::span<const int32_t> offsets, int heads,
+                         Tensor* out) {
+  const int64_t d = qkv.dim(1) / 3;
+  const int64_t total = qkv.dim(0);
+  const int hd = HeadDim(d, heads);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  out->Resize({total, d});
+  int32_t longest = 0;
+  for (size_t b = 0; b + 1 < offsets.size(); ++b) {
+    longest = std::max(longest, offsets[b + 1] - offsets[b]);
+  }
+  std::vector<float> scores(static_cast<size_t>(longest));
+  const float* base = qkv.f32();
+  const int64_t row = 3 * d;
+  for (size_t b = 0; b + 1 < offsets.size(); ++b) {
+    const int32_t begin = offsets[b];
+    const int32_t length = offsets[b + 1] - begin;
+    for (int h = 0; h < heads; ++h) {
+      const KvSegment seg{base + begin * row + d + h * hd, base + begin * row + 2 * d + h * hd,
+                          length, row};
+      for (int32_t t = 0; t < length; ++t) {
+        AttendOne(base + (begin + t) * row + h * hd, &seg, 1, hd, scale,
+                  out->f32() + (begin + t) * d + h * hd, scores.data());
+      }
+    }
+  }
+}
+
+bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache* const> caches,
+                         int heads, Tensor* out) {
+  const int64_t d = qkv.dim(1) / 3;
+  const int64_t rows = qkv.dim(0);
+  const int hd = HeadDim(d, heads);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  out->Resize({rows, d});
+  std::vector<KvSegment> segments;
+  std::vector<float> scores;
+  for (int64_t r = 0; r < rows; ++r) {
+    SequenceKvCache& cache = *caches[r];
+    const float* row = qkv.f32() + r * 3 * d;
+    float* key_row = nullptr;
+    float* value_row = nullptr;
+    if (!cache.PrepareAppend(layer, &key_row, &value_row)) return false;
+    std::memcpy(key_row, row + d, d * sizeof(float));
+    std::memcpy(value_row, row + 2 * d, d * sizeof(float));
+
+    const int32_t positions = cache.length() + 1;  // the step is committed after all layers
+    const std::vector<int32_t>& blocks = cache.blocks(layer);
+    const KvBlockPool& pool = cache.pool();
+    scores.resize(static_cast<size_t>(positions));
+    for (int h = 0; h < heads; ++h) {
+      segments.clear();
+      int32_t remaining = positions;
+      for (int32_t block : blocks) {
+        const int32_t count = std::min(remaining, kKvBlockPositions);
+        segments.push_back({pool.keys(block) + h * hd, pool.values(block) + h * hd, count, d});
+        remaining -= count;
+        if (remaining == 0) break;
+      }
+      AttendOne(row + h * hd, segments.data(), static_cast<int>(segments.size()), hd, scale,
+                out->f32() + r * d + h * hd, scores.data());
+    }
+  }
+  return true;
+}
+
+void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources,
+                    int heads, Tensor* out) {
+  const int64_t d = q.dim(1);
+  const int64_t rows = q.dim(0);
+  const int hd = HeadDim(d, heads);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  out->Resize({rows, d});
+  std::vector<float> scores;
+  for (int64_t r = 0; r < rows; ++r) {
+    const CrossKv& source = *sources[r];
+    const int64_t stride = source.kv.dim(1);
+    const float* keys = source.kv.f32() + layer * 2 * d;
+    scores.resize(static_cast<size_t>(source.length()));
+    for (int h = 0; h < heads; ++h) {
+      const KvSegment seg{keys + h * hd, keys + d + h * hd, source.length(), stride};
+      AttendOne(q.f32() + r * d + h * hd, &seg, 1, hd, scale, out->f32() + r * d + h * hd,
+                scores.data());
+    }
+  }
+}
+
+void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions) {
+  const size_t bytes = static_cast<size_t>(positions) * pool.d_model() * sizeof(float);
+  std::memcpy(pool.keys(to), pool.keys(from), bytes);
+  std::memcpy(pool.values(to), pool.values(from), bytes);
+}
+
+}  // namespace transerve::ops::cpu

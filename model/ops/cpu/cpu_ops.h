@@ -1,0 +1,29 @@
+// CPU implementations of the primitives declared in model/ops/ops.h (same signatures).
+#pragma once
+
+#include <string>
+
+#include "model/ops/ops.h"
+
+namespace transerve::ops::cpu {
+
+void SetNumThreads(int threads);
+int GetNumThreads();
+std::string BlasDescription();
+void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float beta, Tensor* c);
+// y = activation(y + bias), row by row (the epilogue of a linear layer).
+void BiasActivation(const Tensor& bias, Activation activation, Tensor* y);
+void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma,
+                  const Tensor& beta, float eps, Tensor* out);
+void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
+                 std::span<const int32_t> positions, float scale, const Tensor& position_table,
+                 Tensor* out);
+void PackedSelfAttention(const Tensor& qkv, std::span<const int32_t> offsets, int heads,
+                         Tensor* out);
+bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache* const> caches,
+                         int heads, Tensor* out);
+void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources,
+                    int heads, Tensor* out);
+void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions);
+
+}  // namespace transerve::ops::cpu

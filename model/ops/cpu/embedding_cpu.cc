@@ -1,0 +1,33 @@
+// Token embedding gather with scale plus sinusoidal positions, on the CPU.
+#include <stdexcept>
+#include <string>
+
+#include "model/ops/cpu/cpu_ops.h"
+
+namespace transerve::ops::cpu {
+
+void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
+                 std::span<const int32_t> positions, float scale, const Tensor& position_table,
+                 Tensor* out) {
+  const int64_t d = table.dim(1);
+  const int64_t rows = static_cast<int64_t>(ids.size());
+  out->Resize({rows, d});
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t id = ids[r];
+    const int32_t pos = positions[r];
+    if (id < 0 || id >= table.dim(0)) {
+      throw std::out_of_range("EmbedTokens: token id " + std::to_string(id) + " outside [0, " +
+                              std::to_string(table.dim(0)) + ")");
+    }
+    if (pos < 0 || pos >= position_table.dim(0)) {
+      throw std::out_of_range("EmbedTokens: position " + std::to_string(pos) + " outside [0, " +
+                              std::to_string(position_table.dim(0)) + ")");
+    }
+    const float* e = table.f32() + id * d;
+    const float* p = position_table.f32() + pos * d;
+    float* o = out->f32() + r * d;
+    for (int64_t j = 0; j < d; ++j) o[j] = e[j] * scale + p[j];
+  }
+}
+
+}  // namespace transerve::ops::cpu

@@ -1,0 +1,93 @@
+// GEMM and linear layers on the CPU through OpenBLAS (its thread pool is the engine's only one).
+#include <cblas.h>
+
+#include <stdexcept>
+
+#include "absl/strings/str_cat.h"
+#include "model/ops/cpu/cpu_ops.h"
+#include "model/ops/cpu/vector_math.h"
+
+extern "C" {
+// Declared by OpenBLAS's cblas.h on most versions; repeated here for the Debian header variants.
+char* openblas_get_corename(void);
+char* openblas_get_config(void);
+}
+
+namespace transerve::ops::cpu {
+
+void SetNumThreads(int threads) { openblas_set_num_threads(threads); }
+int GetNumThreads() { return openblas_get_num_threads(); }
+
+std::string BlasDescription() {
+  return absl::StrCat(openblas_get_config(), " (kernel ", openblas_get_corename(), ", ",
+                      openblas_get_num_threads(), " threads)");
+}
+
+void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float beta, Tensor* c) {
+  const int64_t m = a.dim(0);
+  const int64_t k = a.dim(1);
+  const int64_t n = trans_b ? b.dim(0) : b.dim(1);
+  if ((trans_b ? b.dim(1) : b.dim(0)) != k) {
+    throw std::invalid_argument("Gemm: inner dimensions differ: " + a.ShapeString() + " and " +
+                                b.ShapeString());
+  }
+  if (beta == 0.0f) {
+    c->Resize({m, n});
+  } else if (c->dim(0) != m || c->dim(1) != n) {
+    throw std::invalid_argument("Gemm: accumulator has shape " + c->ShapeString());
+  }
+  if (m == 0 || n == 0) return;
+  if (m == 1 && trans_b) {
+    // One row (greedy decoding of a single sentence): a matrix-vector product, which OpenBLAS
+    // streams through memory better than its GEMM path does.
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), alpha,
+                b.f32(), static_cast<int>(k), a.f32(), 1, beta, c->f32(), 1);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a.f32(),
+              static_cast<int>(k), b.f32(), static_cast<int>(trans_b ? k : n), beta, c->f32(),
+              static_cast<int>(n));
+}
+
+namespace {
+
+template <typename Fn>
+void BiasActivationRows(float* y, const float* bias, int64_t m, int64_t n, Fn fn) {
+  for (int64_t i = 0; i < m; ++i) {
+    float* row = y + i * n;
+    if (bias != nullptr) {
+      for (int64_t j = 0; j < n; ++j) row[j] = fn(row[j] + bias[j]);
+    } else {
+      for (int64_t j = 0; j < n; ++j) row[j] = fn(row[j]);
+    }
+  }
+}
+
+}  // namespace
+
+void BiasActivation(const Tensor& bias, Activation activation, Tensor* y) {
+  const int64_t m = y->dim(0);
+  const int64_t n = y->dim(1);
+  float* out = y->f32();
+  const float* b = bias.empty() ? nullptr : bias.f32();
+  switch (activation) {
+    case Activation::kIdentity:
+      if (b != nullptr) BiasActivationRows(out, b, m, n, [](float v) { return v; });
+      break;
+    case Activation::kSwish:
+      BiasActivationRows(out, b, m, n, [](float v) { return Swish(v); });
+      break;
+    case Activation::kRelu:
+      BiasActivationRows(out, b, m, n, [](float v) { return v > 0.0f ? v : 0.0f; });
+      break;
+    case Activation::kGelu:
+      BiasActivationRows(out, b, m, n, [](float v) { return Gelu(v); });
+      break;
+    case Activation::kGeluTanh:
+      BiasActivationRows(out, b, m, n, [](float v) { return GeluTanh(v); });
+      break;
+  }
+}
+
+}  // namespace transerve::ops::cpu

@@ -1,0 +1,94 @@
+// Dispatch of the neutral primitives to their device implementation.
+#include "model/ops/ops.h"
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+#include "model/ops/cpu/cpu_ops.h"
+
+namespace transerve::ops {
+namespace {
+
+// The CUDA backend (docs/architecture.md) plugs in here; until it exists every tensor is on the
+// CPU and anything else is a programming error.
+void RequireCpu(Device device, const char* op) {
+  if (device != Device::kCpu) {
+    throw std::logic_error(std::string(op) + ": no implementation for device " +
+                           std::string(DeviceName(device)));
+  }
+}
+
+}  // namespace
+
+void SetNumThreads(int threads) { cpu::SetNumThreads(threads); }
+int GetNumThreads() { return cpu::GetNumThreads(); }
+std::string BlasDescription() { return cpu::BlasDescription(); }
+
+namespace {
+bool gemm_counters_enabled = false;
+GemmCounters gemm_counters;
+}  // namespace
+
+void EnableGemmCounters(bool enabled) { gemm_counters_enabled = enabled; }
+void ResetGemmCounters() { gemm_counters = {}; }
+GemmCounters ReadGemmCounters() { return gemm_counters; }
+
+void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float beta, Tensor* c) {
+  RequireCpu(a.device(), "Gemm");
+  if (!gemm_counters_enabled) {
+    cpu::Gemm(a, b, trans_b, alpha, beta, c);
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  cpu::Gemm(a, b, trans_b, alpha, beta, c);
+  gemm_counters.seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  gemm_counters.flops += 2.0 * static_cast<double>(a.dim(0)) * a.dim(1) * c->dim(1);
+  ++gemm_counters.calls;
+}
+
+void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation activation,
+            Tensor* y) {
+  RequireCpu(x.device(), "Linear");
+  Gemm(x, weight, /*trans_b=*/true, 1.0f, 0.0f, y);
+  cpu::BiasActivation(bias, activation, y);
+}
+
+void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma,
+                  const Tensor& beta, float eps, Tensor* out) {
+  RequireCpu(x.device(), "AddLayerNorm");
+  cpu::AddLayerNorm(x, residual, gamma, beta, eps, out);
+}
+
+void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
+                 std::span<const int32_t> positions, float scale, const Tensor& position_table,
+                 Tensor* out) {
+  RequireCpu(table.device(), "EmbedTokens");
+  cpu::EmbedTokens(table, ids, positions, scale, position_table, out);
+}
+
+void PackedSelfAttention(const Tensor& qkv, std::span<const int32_t> offsets, int heads,
+                         Tensor* out) {
+  RequireCpu(qkv.device(), "PackedSelfAttention");
+  cpu::PackedSelfAttention(qkv, offsets, heads, out);
+}
+
+bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache* const> caches,
+                         int heads, Tensor* out) {
+  RequireCpu(qkv.device(), "CachedSelfAttention");
+  return cpu::CachedSelfAttention(qkv, layer, caches, heads, out);
+}
+
+void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources,
+                    int heads, Tensor* out) {
+  RequireCpu(q.device(), "CrossAttention");
+  cpu::CrossAttention(q, layer, sources, heads, out);
+}
+
+void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions) {
+  RequireCpu(pool.device(), "CopyKvBlockPrefix");
+  cpu::CopyKvBlockPrefix(pool, from, to, positions);
+}
+
+}  // namespace transerve::ops

@@ -1,0 +1,79 @@
+// The primitives of the engine, device-neutral: each entry point dispatches on the tensors'
+// device to one implementation in cpu/ (or cuda/). Layers call only these.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "model/core/activation.h"
+#include "model/core/tensor.h"
+#include "model/ops/kv_cache.h"
+
+namespace transerve {
+
+// Cross-attention keys and values of one source sentence, projected once when it is admitted:
+// rows are source positions, columns hold for each decoder layer its keys then its values,
+// i.e. [source_len, layers * 2 * d_model]. May be a row view into a whole batch's projection.
+struct CrossKv {
+  Tensor kv;
+  int32_t length() const { return static_cast<int32_t>(kv.dim(0)); }
+};
+
+namespace ops {
+
+// Sets the number of threads the GEMM library may use (the engine's only thread pool).
+void SetNumThreads(int threads);
+int GetNumThreads();
+// A line naming the BLAS library and its kernel (for logs and benchmark reports).
+std::string BlasDescription();
+
+// Counters over every Gemm call, for benchmarks (off by default: the clock reads cost ~50 ns).
+struct GemmCounters {
+  double seconds = 0;
+  double flops = 0;
+  int64_t calls = 0;
+};
+void EnableGemmCounters(bool enabled);
+void ResetGemmCounters();
+GemmCounters ReadGemmCounters();
+
+// c = alpha * a · op(b) + beta * c. a: [M, K]; b: [N, K] when trans_b (nn.Linear layout), else
+// [K, N]; c: [M, N] (must already have that shape when beta != 0, else it is resized).
+void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float beta, Tensor* c);
+
+// y = activation(x · weightᵀ + bias). x: [M, K], weight: [N, K], bias: [N] or empty; y -> [M, N].
+void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation activation,
+            Tensor* y);
+
+// out = LayerNorm(x + residual) * gamma + beta over the last axis (biased variance).
+// `out` may alias `x` or `residual`.
+void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma,
+                  const Tensor& beta, float eps, Tensor* out);
+
+// out[r] = table[ids[r]] * scale + position_table[positions[r]]; out -> [R, D].
+void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
+                 std::span<const int32_t> positions, float scale, const Tensor& position_table,
+                 Tensor* out);
+
+// Self-attention over packed sequences: qkv is [T, 3D] (queries, keys, values of all tokens of
+// all sequences back to back); sequence b holds rows offsets[b] .. offsets[b+1]-1 and attends
+// only within itself (this is the key-padding mask). out -> [T, D].
+void PackedSelfAttention(const Tensor& qkv, std::span<const int32_t> offsets, int heads,
+                         Tensor* out);
+
+// One decoder step of causal self-attention with a cache: row r's key and value (columns D..3D
+// of qkv) are appended to caches[r] at `layer`, then its query attends every cached position.
+// Returns false if the KV pool ran out of blocks (nothing is half-written for that row).
+bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache* const> caches,
+                         int heads, Tensor* out);
+
+// Cross-attention for one decoder step: row r's query q[r] ([R, D]) attends its source's keys
+// and values of `layer` in *sources[r]. out -> [R, D].
+void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources,
+                    int heads, Tensor* out);
+
+// Copies the first `positions` key and value rows of block `from` into block `to`.
+void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions);
+
+}  // namespace ops
+}  // namespace transerve

@@ -1,0 +1,84 @@
+// The tokenizer of a Hugging Face Marian (OPUS-MT) checkpoint directory: text to source model ids
+// and target model ids to text, reproducing transformers' MarianTokenizer v4 (see
+// docs/marian-format.md section 6 in shared): special-token splitting, the `>>xx<<` language code,
+// source.spm pieces looked up in vocab.json, EOS appended; decoding through target.spm.
+#ifndef TRANSERVE_MODEL_TOKENIZER_MARIAN_TOKENIZER_H_
+#define TRANSERVE_MODEL_TOKENIZER_MARIAN_TOKENIZER_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/tokenizer/marian_vocab.h"
+#include "model/tokenizer/sentencepiece_model.h"
+
+namespace transerve {
+
+// Immutable after loading; safe to share between threads.
+class MarianTokenizer {
+ public:
+  // Reads vocab.json, source.spm, target.spm and, when present, tokenizer_config.json
+  // (separate_vocabs, eos/unk/pad token strings), special_tokens_map.json and, with
+  // separate_vocabs, target_vocab.json. Every error names the file.
+  static absl::StatusOr<std::unique_ptr<MarianTokenizer>> Load(const std::string& model_dir);
+
+  // Source text -> model ids with EOS appended ("" gives [eos]). INVALID_ARGUMENT on invalid
+  // UTF-8. Literal "</s>", "<unk>", "<pad>" in the text become their ids.
+  absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text) const;
+
+  // Target ids -> text as HF decode(ids, skip_special_tokens=True) without
+  // clean_up_tokenization_spaces: eos/pad/unk dropped, target.spm DecodePieces, str.strip().
+  // Ids that no vocabulary entry has are skipped (HF would print "<unk>" for them).
+  std::string Decode(std::span<const int32_t> ids) const;
+
+  // The target piece of `id`; the unk token for ids no entry has (as HF's _convert_id_to_token).
+  std::string_view TargetIdToPiece(int32_t id) const;
+
+  int32_t eos_id() const { return eos_id_; }
+  int32_t pad_id() const { return pad_id_; }
+  int32_t unk_id() const { return unk_id_; }
+  // HF's len(encoder) for vocab.json and len(target_encoder) (or the same) for the target.
+  int64_t source_vocab_size() const { return source_vocab_.size(); }
+  int64_t target_vocab_size() const { return target_vocab().size(); }
+
+  const SentencePieceModel& source_spm() const { return *source_spm_; }
+  const SentencePieceModel& target_spm() const { return *target_spm_; }
+
+  MarianTokenizer(const MarianTokenizer&) = delete;
+  MarianTokenizer& operator=(const MarianTokenizer&) = delete;
+
+ private:
+  MarianTokenizer() = default;
+
+  const MarianVocab& target_vocab() const {
+    return separate_vocabs_ ? target_vocab_ : source_vocab_;
+  }
+  // One chunk of text between special tokens: language code, then source.spm pieces.
+  void EncodeChunk(std::string_view chunk, std::vector<int32_t>* ids) const;
+  int32_t SourceId(std::string_view piece) const {
+    const int32_t id = source_vocab_.Find(piece);
+    return id >= 0 ? id : unk_id_;
+  }
+
+  MarianVocab source_vocab_;
+  MarianVocab target_vocab_;  // only with separate_vocabs_
+  bool separate_vocabs_ = false;
+  std::unique_ptr<SentencePieceModel> source_spm_;
+  std::unique_ptr<SentencePieceModel> target_spm_;
+  std::string eos_token_ = "</s>";
+  std::string unk_token_ = "<unk>";
+  std::string pad_token_ = "<pad>";
+  // Token strings split out of the text before SentencePiece sees it, with their ids.
+  std::vector<std::pair<std::string, int32_t>> special_tokens_;
+  int32_t eos_id_ = -1;
+  int32_t unk_id_ = -1;
+  int32_t pad_id_ = -1;
+};
+
+}  // namespace transerve
+
+#endif  // TRANSERVE_MODEL_TOKENIZER_MARIAN_TOKENIZER_H_

@@ -1,0 +1,18 @@
+// Reads a whole file for the tokenizer loaders, with errors that name the file.
+#ifndef TRANSERVE_MODEL_TOKENIZER_READ_FILE_H_
+#define TRANSERVE_MODEL_TOKENIZER_READ_FILE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace transerve {
+
+// The contents of `path`. A missing file is NOT_FOUND, anything else unreadable (a directory,
+// no permission, an I/O error) INVALID_ARGUMENT; `what` describes the file in the message, e.g.
+// "SentencePiece model".
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, const char* what);
+
+}  // namespace transerve
+
+#endif  // TRANSERVE_MODEL_TOKENIZER_READ_FILE_H_

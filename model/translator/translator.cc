@@ -1,0 +1,257 @@
+#include "model/translator/translator.h"
+
+#include <algorithm>
+#include <numeric>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "model/core/logging.h"
+#include "model/layers/encoder.h"
+#include "model/ops/ops.h"
+
+namespace transerve {
+namespace {
+
+constexpr int kMaxBeamSize = 64;
+
+absl::Status NoTokenizerError() {
+  return absl::FailedPreconditionError("this translator was loaded without its tokenizer");
+}
+
+absl::StatusOr<Device> ResolveDevice(const std::string& name) {
+  if (name == "cpu") return Device::kCpu;
+  if (name == "auto") {
+    // The CUDA backend is not built yet (docs/architecture.md); auto falls back to the CPU.
+    return Device::kCpu;
+  }
+  if (name == "cuda") {
+    return absl::FailedPreconditionError(
+        "--device=cuda: this build has no CUDA backend; use --device=cpu or auto");
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown device '", name, "' (expected auto, cpu or cuda)"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorOptions& options) {
+  auto device = ResolveDevice(options.device);
+  if (!device.ok()) return device.status();
+  std::unique_ptr<Translator> t(new Translator());
+  t->device_ = *device;
+  auto model = LoadMarianModel(options.model_dir);
+  if (!model.ok()) return model.status();
+  t->model_ = *std::move(model);
+  const MarianConfig& c = t->model_->config;
+  if (options.with_tokenizer) {
+    auto tokenizer = MarianTokenizer::Load(options.model_dir);
+    if (!tokenizer.ok()) return tokenizer.status();
+    t->tokenizer_ = *std::move(tokenizer);
+    if (auto s = t->CheckVocabularySizes(); !s.ok()) return s;
+  }
+  t->special_ = {c.pad_token_id, c.eos_token_id, c.decoder_start_token_id};
+
+  const int threads = options.num_threads > 0
+                          ? options.num_threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ops::SetNumThreads(threads);
+  const int64_t block_bytes = 2 * kKvBlockPositions * c.d_model * sizeof(float);
+  t->kv_pool_ = std::make_unique<KvBlockPool>(
+      c.d_model, t->device_,
+      options.kv_cache_max_bytes > 0 ? std::max<int64_t>(1, options.kv_cache_max_bytes / block_bytes)
+                                     : 0);
+  Log().info("translator ready on {} ({})", DeviceName(t->device_), ops::BlasDescription());
+  return t;
+}
+
+absl::Status Translator::CheckVocabularySizes() const {
+  const MarianConfig& c = model_->config;
+  if (tokenizer_->source_vocab_size() != c.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model_->model_dir, ": vocab.json has ", tokenizer_->source_vocab_size(),
+        " entries but config.json says vocab_size ", c.vocab_size));
+  }
+  if (tokenizer_->target_vocab_size() != c.decoder_vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model_->model_dir, ": the target vocabulary has ", tokenizer_->target_vocab_size(),
+        " entries but config.json says decoder_vocab_size ", c.decoder_vocab_size));
+  }
+  return absl::OkStatus();
+}
+
+DecodingOptions Translator::DefaultOptions() const {
+  const GenerationDefaults& g = model_->generation;
+  DecodingOptions o;
+  o.beam_size = std::clamp(g.num_beams, 1, kMaxBeamSize);
+  const int max_positions = static_cast<int>(model_->config.max_position_embeddings);
+  o.max_length = g.max_length > 0 ? std::min(g.max_length, max_positions) : max_positions;
+  o.min_length = std::min(g.min_length, o.max_length);
+  o.length_penalty = g.length_penalty;
+  o.num_hypotheses = std::clamp(g.num_return_sequences, 1, o.beam_size);
+  return o;
+}
+
+absl::Status Translator::ValidateOptions(const DecodingOptions& o) const {
+  const int max_positions = static_cast<int>(model_->config.max_position_embeddings);
+  if (o.beam_size < 1 || o.beam_size > kMaxBeamSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("beam_size must be in [1, ", kMaxBeamSize, "], got ", o.beam_size));
+  }
+  // The n-th generated token is fed at position n, so the last position used is max_length - 1.
+  if (o.max_length < 1 || o.max_length > max_positions) {
+    return absl::InvalidArgumentError(absl::StrCat("max_length must be in [1, ", max_positions,
+                                                   "] for this model, got ", o.max_length));
+  }
+  if (o.min_length < 0 || o.min_length > o.max_length) {
+    return absl::InvalidArgumentError(absl::StrCat("min_length must be in [0, max_length=",
+                                                   o.max_length, "], got ", o.min_length));
+  }
+  if (!std::isfinite(o.length_penalty)) {
+    return absl::InvalidArgumentError("length_penalty must be finite");
+  }
+  if (o.num_hypotheses < 1 || o.num_hypotheses > o.beam_size) {
+    return absl::InvalidArgumentError(absl::StrCat("num_hypotheses must be in [1, beam_size=",
+                                                   o.beam_size, "], got ", o.num_hypotheses));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int32_t>> Translator::Tokenize(std::string_view text,
+                                                          bool truncate) const {
+  if (tokenizer_ == nullptr) return NoTokenizerError();
+  auto ids = tokenizer_->Encode(text);
+  if (!ids.ok()) return ids.status();
+  const int64_t limit = model_->config.max_position_embeddings;
+  if (static_cast<int64_t>(ids->size()) > limit) {
+    if (!truncate) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("source is ", ids->size(), " tokens (EOS included), longer than the ",
+                       limit, " this model accepts; shorten it or ask for truncation"));
+    }
+    ids->resize(static_cast<size_t>(limit));
+    ids->back() = special_.eos;
+  }
+  return ids;
+}
+
+std::string Translator::Detokenize(std::span<const int32_t> ids) const {
+  return tokenizer_ == nullptr ? std::string() : tokenizer_->Decode(ids);
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<const CrossKv>>> Translator::Encode(
+    std::span<const std::vector<int32_t>> sources) {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> offsets{0};
+  for (const auto& s : sources) {
+    if (s.empty() || static_cast<int64_t>(s.size()) > model_->config.max_position_embeddings) {
+      return absl::InvalidArgumentError(absl::StrCat("source of ", s.size(), " tokens: must be 1 to ",
+                                                     model_->config.max_position_embeddings));
+    }
+    for (int32_t id : s) {
+      if (id < 0 || id >= model_->config.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat("source token id ", id, " out of range"));
+      }
+    }
+    ids.insert(ids.end(), s.begin(), s.end());
+    offsets.push_back(static_cast<int32_t>(ids.size()));
+  }
+  EncodePacked(model_->transformer, model_->weights, ids, offsets, &workspace_, &encoder_out_);
+  // A fresh tensor per batch: the sources keep views into it for as long as they live.
+  Tensor kv;
+  ProjectCrossKv(model_->weights, encoder_out_, &kv);
+  std::vector<std::shared_ptr<const CrossKv>> encoded;
+  for (size_t b = 0; b < sources.size(); ++b) {
+    encoded.push_back(std::make_shared<CrossKv>(CrossKv{kv.Rows(offsets[b], offsets[b + 1])}));
+  }
+  return encoded;
+}
+
+std::unique_ptr<SentenceSearch> Translator::StartSearch(std::shared_ptr<const CrossKv> source,
+                                                        const DecodingOptions& options) {
+  return MakeSentenceSearch(options, special_, std::move(source), kv_pool_.get(),
+                            model_->transformer.decoder_layers);
+}
+
+absl::Status Translator::Step(std::span<SentenceSearch* const> searches) {
+  rows_.clear();
+  std::vector<std::pair<SentenceSearch*, int64_t>> firsts;
+  for (SentenceSearch* search : searches) {
+    if (search->done()) continue;
+    firsts.emplace_back(search, static_cast<int64_t>(rows_.size()));
+    search->CollectRows(&rows_);
+  }
+  if (rows_.empty()) return absl::OkStatus();
+  if (!DecodeStep(model_->transformer, model_->weights, rows_, &workspace_, &hidden_)) {
+    return absl::ResourceExhaustedError("KV cache is full");
+  }
+  OutputLogits(model_->weights, hidden_, &logits_);
+  for (const auto& [search, first_row] : firsts) search->Advance(logits_, first_row);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<SearchResult>> Translator::TranslateIds(
+    std::span<const std::vector<int32_t>> sources, const DecodingOptions& options) {
+  if (auto s = ValidateOptions(options); !s.ok()) return s;
+  auto encoded = Encode(sources);
+  if (!encoded.ok()) return encoded.status();
+  std::vector<std::unique_ptr<SentenceSearch>> searches;
+  std::vector<SentenceSearch*> active;
+  for (auto& source : *encoded) {
+    searches.push_back(StartSearch(std::move(source), options));
+    active.push_back(searches.back().get());
+  }
+  while (!active.empty()) {
+    if (auto s = Step(active); !s.ok()) return s;
+    std::erase_if(active, [](SentenceSearch* s) { return s->done(); });
+  }
+  std::vector<SearchResult> results;
+  for (auto& search : searches) results.push_back(search->TakeResult());
+  return results;
+}
+
+absl::StatusOr<std::vector<Translation>> Translator::Translate(std::span<const std::string> texts,
+                                                               const DecodingOptions& options,
+                                                               int max_batch_size, bool truncate) {
+  if (auto s = ValidateOptions(options); !s.ok()) return s;
+  std::vector<std::vector<int32_t>> sources;
+  sources.reserve(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    auto ids = Tokenize(texts[i], truncate);
+    if (!ids.ok()) {
+      return absl::Status(ids.status().code(),
+                          absl::StrCat("text ", i, ": ", ids.status().message()));
+    }
+    sources.push_back(*std::move(ids));
+  }
+  // Longest first, so each batch holds sentences of similar length.
+  std::vector<size_t> order(texts.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
+  std::vector<Translation> translations(texts.size());
+  const size_t batch = static_cast<size_t>(std::max(1, max_batch_size));
+  for (size_t begin = 0; begin < order.size(); begin += batch) {
+    const size_t end = std::min(order.size(), begin + batch);
+    std::vector<std::vector<int32_t>> batch_sources;
+    for (size_t i = begin; i < end; ++i) batch_sources.push_back(sources[order[i]]);
+    auto results = TranslateIds(batch_sources, options);
+    if (!results.ok()) return results.status();
+    for (size_t i = begin; i < end; ++i) {
+      SearchResult& result = (*results)[i - begin];
+      Translation& t = translations[order[i]];
+      for (size_t h = 0; h < result.hypotheses.size(); ++h) {
+        Hypothesis& hyp = result.hypotheses[h];
+        TranslationHypothesis out{Detokenize(hyp.ids), std::move(hyp.ids), hyp.score};
+        if (h == 0) {
+          t.best = std::move(out);
+        } else {
+          t.alternatives.push_back(std::move(out));
+        }
+      }
+    }
+  }
+  return translations;
+}
+
+}  // namespace transerve

@@ -1,0 +1,101 @@
+// The thin model layer the server and the offline CLI use: text in, text out, plus the
+// step-level API a scheduler needs to batch many requests continuously (Encode, StartSearch,
+// Step; a search is released by destroying it). Knows nothing of gRPC.
+//
+// Not thread-safe: one Translator is driven by one thread (one scheduler loop per replica).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/decoding/sentence_search.h"
+#include "model/layers/workspace.h"
+#include "model/loader/marian_loader.h"
+#include "model/tokenizer/marian_tokenizer.h"
+
+namespace transerve {
+
+struct TranslatorOptions {
+  std::string model_dir;
+  std::string device = "auto";  // auto | cpu | cuda
+  int num_threads = 0;          // GEMM threads; 0 = every core
+  int64_t kv_cache_max_bytes = 0;  // 0 = unbounded
+  // False loads the model alone (ids in, ids out: benchmarks on checkpoints without
+  // SentencePiece files); the text methods then answer FAILED_PRECONDITION.
+  bool with_tokenizer = true;
+};
+
+struct TranslationHypothesis {
+  std::string text;
+  std::vector<int32_t> ids;  // generated ids, EOS included when generated
+  float score = 0.0f;
+};
+
+struct Translation {
+  TranslationHypothesis best;
+  std::vector<TranslationHypothesis> alternatives;  // n-best after the best one
+};
+
+class Translator {
+ public:
+  static absl::StatusOr<std::unique_ptr<Translator>> Create(const TranslatorOptions& options);
+
+  // Translates texts in batches of up to `max_batch_size` sentences, sorted by length to limit
+  // padding work; results come back in input order. Fails as a whole on invalid input (each
+  // text is validated before any work starts).
+  absl::StatusOr<std::vector<Translation>> Translate(std::span<const std::string> texts,
+                                                     const DecodingOptions& options,
+                                                     int max_batch_size = 32,
+                                                     bool truncate = false);
+
+  // Source ids (EOS included) to search results, one batch, static batching.
+  absl::StatusOr<std::vector<SearchResult>> TranslateIds(
+      std::span<const std::vector<int32_t>> sources, const DecodingOptions& options);
+
+  // --- step-level API -----------------------------------------------------------------------
+  // Text to source ids with EOS; INVALID_ARGUMENT for invalid UTF-8 or a source longer than the
+  // model's positions (unless `truncate`, which keeps the first tokens and the EOS).
+  absl::StatusOr<std::vector<int32_t>> Tokenize(std::string_view text, bool truncate) const;
+  // INVALID_ARGUMENT for options this model cannot honour.
+  absl::Status ValidateOptions(const DecodingOptions& options) const;
+  // Runs the encoder once over the batch and projects each source's cross-attention K/V.
+  absl::StatusOr<std::vector<std::shared_ptr<const CrossKv>>> Encode(
+      std::span<const std::vector<int32_t>> sources);
+  std::unique_ptr<SentenceSearch> StartSearch(std::shared_ptr<const CrossKv> source,
+                                              const DecodingOptions& options);
+  // One decoder step for every search that is not done, in one batched call.
+  // RESOURCE_EXHAUSTED (and no search advanced) when the KV cache is full.
+  absl::Status Step(std::span<SentenceSearch* const> searches);
+  std::string Detokenize(std::span<const int32_t> ids) const;
+
+  // The model's own generation defaults (generation_config.json), validated and capped.
+  DecodingOptions DefaultOptions() const;
+  const MarianModel& model() const { return *model_; }
+  const MarianTokenizer& tokenizer() const { return *tokenizer_; }
+  const SpecialTokens& special_tokens() const { return special_; }
+  const KvBlockPool& kv_pool() const { return *kv_pool_; }
+  // Raw logits [rows, target_vocab] of the last Step (diagnostics and parity tests).
+  const Tensor& last_logits() const { return logits_; }
+  Device device() const { return device_; }
+
+ private:
+  Translator() = default;
+  absl::Status CheckVocabularySizes() const;
+
+  std::unique_ptr<MarianModel> model_;
+  std::unique_ptr<MarianTokenizer> tokenizer_;
+  std::unique_ptr<KvBlockPool> kv_pool_;
+  SpecialTokens special_;
+  Device device_ = Device::kCpu;
+  Workspace workspace_;
+  Tensor hidden_;
+  Tensor logits_;
+  Tensor encoder_out_;
+  std::vector<DecoderRow> rows_;
+};
+
+}  // namespace transerve

@@ -1,0 +1,164 @@
+// Each dense primitive against a naive implementation on random data.
+#include <cmath>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "model/ops/cpu/vector_math.h"
+#include "model/layers/transformer_weights.h"
+#include "model/ops/ops.h"
+#include "tests/testing/random.h"
+
+namespace transerve {
+namespace {
+
+using testing::RandomTensor;
+
+std::vector<float> NaiveMatmulTransB(const Tensor& a, const Tensor& b) {
+  const int64_t m = a.dim(0), k = a.dim(1), n = b.dim(0);
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) s += double(a.f32()[i * k + p]) * b.f32()[j * k + p];
+      c[i * n + j] = static_cast<float>(s);
+    }
+  }
+  return c;
+}
+
+void ExpectClose(const float* got, const std::vector<float>& want, float rel, float abs) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], abs + rel * std::fabs(want[i])) << "element " << i;
+  }
+}
+
+TEST(Gemm, MatchesNaiveWithTransposedAndPlainB) {
+  std::mt19937 rng(1);
+  const Tensor a = RandomTensor({7, 33}, rng);
+  const Tensor bt = RandomTensor({19, 33}, rng);
+  Tensor c;
+  ops::Gemm(a, bt, /*trans_b=*/true, 1.0f, 0.0f, &c);
+  ASSERT_EQ(c.shape(), (std::vector<int64_t>{7, 19}));
+  const std::vector<float> want = NaiveMatmulTransB(a, bt);
+  ExpectClose(c.f32(), want, 1e-5f, 1e-5f);
+
+  // The same product with b stored [K, N], accumulated onto 2·c.
+  Tensor b({33, 19});
+  for (int64_t p = 0; p < 33; ++p)
+    for (int64_t j = 0; j < 19; ++j) b.f32()[p * 19 + j] = bt.f32()[j * 33 + p];
+  ops::Gemm(a, b, /*trans_b=*/false, 1.0f, 1.0f, &c);
+  std::vector<float> twice(want);
+  for (float& x : twice) x *= 2;
+  ExpectClose(c.f32(), twice, 1e-5f, 1e-5f);
+}
+
+float NaiveActivation(Activation act, float x) {
+  const double v = x;
+  switch (act) {
+    case Activation::kIdentity: return x;
+    case Activation::kSwish: return static_cast<float>(v / (1 + std::exp(-v)));
+    case Activation::kRelu: return x > 0 ? x : 0;
+    case Activation::kGelu: return static_cast<float>(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+    case Activation::kGeluTanh:
+      return static_cast<float>(
+          0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
+  }
+  return x;
+}
+
+class LinearTest : public ::testing::TestWithParam<Activation> {};
+
+TEST_P(LinearTest, MatchesNaiveBiasAndActivation) {
+  std::mt19937 rng(2);
+  const Tensor x = RandomTensor({5, 24}, rng);
+  const Tensor w = RandomTensor({40, 24}, rng, 0.5f);
+  const Tensor bias = RandomTensor({40}, rng);
+  Tensor y;
+  ops::Linear(x, w, bias, GetParam(), &y);
+  std::vector<float> want = NaiveMatmulTransB(x, w);
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 40; ++j)
+      want[i * 40 + j] = NaiveActivation(GetParam(), want[i * 40 + j] + bias.f32()[j]);
+  ExpectClose(y.f32(), want, 2e-5f, 2e-5f);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllActivations, LinearTest,
+                         ::testing::Values(Activation::kIdentity, Activation::kSwish,
+                                           Activation::kRelu, Activation::kGelu,
+                                           Activation::kGeluTanh));
+
+TEST(FastExp, RelativeErrorBelowTwoUlpsOverTheUsefulRange) {
+  for (float x = -87.0f; x <= 88.0f; x += 0.0137f) {
+    const double want = std::exp(static_cast<double>(x));
+    ASSERT_NEAR(ops::cpu::FastExp(x), want, 3e-7 * want) << x;
+  }
+  EXPECT_EQ(ops::cpu::FastExp(-1e30f), 0.0f);
+  EXPECT_EQ(ops::cpu::FastExp(-INFINITY), 0.0f);
+  EXPECT_TRUE(std::isinf(ops::cpu::FastExp(100.0f)));
+}
+
+TEST(AddLayerNorm, MatchesNaiveAndMayWriteInPlace) {
+  std::mt19937 rng(3);
+  const Tensor x = RandomTensor({6, 48}, rng, 3.0f);
+  const Tensor r = RandomTensor({6, 48}, rng);
+  const Tensor g = RandomTensor({48}, rng);
+  const Tensor b = RandomTensor({48}, rng);
+  std::vector<float> want(6 * 48);
+  for (int i = 0; i < 6; ++i) {
+    double mean = 0, var = 0;
+    for (int j = 0; j < 48; ++j) mean += x.f32()[i * 48 + j] + r.f32()[i * 48 + j];
+    mean /= 48;
+    for (int j = 0; j < 48; ++j) {
+      const double c = x.f32()[i * 48 + j] + r.f32()[i * 48 + j] - mean;
+      var += c * c;
+    }
+    var /= 48;
+    for (int j = 0; j < 48; ++j) {
+      const double c = x.f32()[i * 48 + j] + r.f32()[i * 48 + j] - mean;
+      want[i * 48 + j] = static_cast<float>(c / std::sqrt(var + 1e-5) * g.f32()[j] + b.f32()[j]);
+    }
+  }
+  Tensor out;
+  ops::AddLayerNorm(x, r, g, b, 1e-5f, &out);
+  ExpectClose(out.f32(), want, 1e-5f, 1e-5f);
+  Tensor in_place = Tensor::FromFloats(x.shape(), x.ToFloatVector());
+  ops::AddLayerNorm(in_place, r, g, b, 1e-5f, &in_place);
+  ExpectClose(in_place.f32(), want, 1e-5f, 1e-5f);
+}
+
+TEST(EmbedTokens, GathersScalesAndAddsPositions) {
+  std::mt19937 rng(4);
+  const Tensor table = RandomTensor({50, 16}, rng);
+  const Tensor positions = RandomTensor({10, 16}, rng);
+  const std::vector<int32_t> ids{7, 49, 0, 7};
+  const std::vector<int32_t> pos{0, 1, 9, 3};
+  Tensor out;
+  ops::EmbedTokens(table, ids, pos, 4.0f, positions, &out);
+  ASSERT_EQ(out.shape(), (std::vector<int64_t>{4, 16}));
+  for (int r = 0; r < 4; ++r)
+    for (int j = 0; j < 16; ++j)
+      ASSERT_FLOAT_EQ(out.f32()[r * 16 + j],
+                      table.f32()[ids[r] * 16 + j] * 4.0f + positions.f32()[pos[r] * 16 + j]);
+  const std::vector<int32_t> bad{50};
+  const std::vector<int32_t> zero{0};
+  EXPECT_THROW(ops::EmbedTokens(table, bad, zero, 1.0f, positions, &out), std::out_of_range);
+}
+
+TEST(SinusoidalPositions, SinesThenCosinesComputedInDouble) {
+  const Tensor t = SinusoidalPositions(40, 10);
+  for (int pos = 0; pos < 40; ++pos) {
+    for (int k = 0; k < 5; ++k) {
+      const double angle = pos / std::pow(10000.0, 2.0 * k / 10);
+      EXPECT_EQ(t.f32()[pos * 10 + k], static_cast<float>(std::sin(angle)));
+      EXPECT_EQ(t.f32()[pos * 10 + 5 + k], static_cast<float>(std::cos(angle)));
+    }
+  }
+  // Odd widths give the sine half the extra column.
+  const Tensor odd = SinusoidalPositions(3, 5);
+  EXPECT_EQ(odd.f32()[5 + 2], static_cast<float>(std::sin(1.0 / std::pow(10000.0, 4.0 / 5))));
+  EXPECT_EQ(odd.f32()[5 + 3], static_cast<float>(std::cos(1.0)));
+}
+
+}  // namespace
+}  // namespace transerve

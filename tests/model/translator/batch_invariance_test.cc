@@ -1,0 +1,72 @@
+// A sentence's translation does not depend on what else is in its batch: the same ids, and the
+// same scores up to float rounding.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "model/translator/translator.h"
+#include "tests/model/translator/fixtures.h"
+
+namespace transerve {
+namespace {
+
+class BatchInvarianceTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(BatchInvarianceTest, OutputIdenticalAloneAndInsideBatchesOfDifferentCompositions) {
+  const std::string name = testing::kFixtureNames[0];
+  const nlohmann::json expected = testing::LoadExpected(name);
+  auto translator =
+      Translator::Create({.model_dir = testing::FixtureModelDir(name), .device = "cpu"});
+  ASSERT_TRUE(translator.ok()) << translator.status();
+  std::vector<std::vector<int32_t>> sources;
+  for (const auto& c : expected["cases"]) {
+    sources.push_back(c["source_ids"].get<std::vector<int32_t>>());
+  }
+  DecodingOptions options;
+  options.beam_size = GetParam();
+  options.max_length = expected["max_length"].get<int>();
+
+  std::vector<Hypothesis> alone;
+  for (const auto& s : sources) {
+    auto r = (*translator)->TranslateIds(std::span(&s, 1), options);
+    ASSERT_TRUE(r.ok()) << r.status();
+    alone.push_back((*r)[0].hypotheses[0]);
+  }
+
+  // Compositions: everything at once, shuffled, and shuffled batches of 7.
+  std::mt19937 rng(GetParam());
+  std::vector<size_t> order(sources.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<std::vector<size_t>> compositions{order};
+  std::shuffle(order.begin(), order.end(), rng);
+  compositions.push_back(order);
+  for (size_t begin = 0; begin < order.size(); begin += 7) {
+    compositions.emplace_back(order.begin() + begin,
+                              order.begin() + std::min(order.size(), begin + 7));
+  }
+  for (const auto& batch : compositions) {
+    std::vector<std::vector<int32_t>> batch_sources;
+    for (size_t i : batch) batch_sources.push_back(sources[i]);
+    auto r = (*translator)->TranslateIds(batch_sources, options);
+    ASSERT_TRUE(r.ok()) << r.status();
+    for (size_t k = 0; k < batch.size(); ++k) {
+      const Hypothesis& h = (*r)[k].hypotheses[0];
+      EXPECT_EQ(h.ids, alone[batch[k]].ids) << "sentence " << batch[k];
+      // GEMM kernels differ with the batch's row count, so scores agree to rounding only.
+      EXPECT_NEAR(h.score, alone[batch[k]].score, 1e-5f * std::fabs(alone[batch[k]].score))
+          << "sentence " << batch[k];
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GreedyAndBeam, BatchInvarianceTest, ::testing::Values(1, 4),
+                         [](const auto& info) {
+                           return info.param == 1 ? std::string("Greedy")
+                                                  : std::string("Beam4");
+                         });
+
+}  // namespace
+}  // namespace transerve

@@ -1,0 +1,146 @@
+// Golden parity with the PyTorch reference (tools/reference): source ids, greedy and beam-4
+// ids exactly, scores, raw logits of the first steps within 1e-4 relative, encoder output.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "model/layers/encoder.h"
+#include "model/translator/translator.h"
+#include "tests/model/translator/fixtures.h"
+
+namespace transerve {
+namespace {
+
+using testing::FixtureModelDir;
+using testing::LoadExpected;
+
+class ParityTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    expected_ = LoadExpected(GetParam());
+    ASSERT_FALSE(expected_.is_discarded());
+    auto t = Translator::Create({.model_dir = FixtureModelDir(GetParam()), .device = "cpu"});
+    ASSERT_TRUE(t.ok()) << t.status();
+    translator_ = *std::move(t);
+  }
+
+  DecodingOptions Options(int beam) const {
+    DecodingOptions o;
+    o.beam_size = beam;
+    o.max_length = expected_["max_length"].get<int>();
+    o.length_penalty = expected_.value("length_penalty", 1.0f);
+    o.num_hypotheses = beam;
+    return o;
+  }
+
+  std::vector<int32_t> SourceIds(const nlohmann::json& c) const {
+    return c["source_ids"].get<std::vector<int32_t>>();
+  }
+
+  nlohmann::json expected_;
+  std::unique_ptr<Translator> translator_;
+};
+
+void ExpectScoreNear(float got, float want, const std::string& what) {
+  EXPECT_NEAR(got, want, 1e-4f + 1e-4f * std::fabs(want)) << what;
+}
+
+TEST_P(ParityTest, TokenizerGivesTheReferenceSourceIds) {
+  ASSERT_GE(expected_["cases"].size(), 50u);
+  for (const auto& c : expected_["cases"]) {
+    auto ids = translator_->Tokenize(c["text"].get<std::string>(), /*truncate=*/false);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    EXPECT_EQ(*ids, SourceIds(c)) << "text: " << c["text"];
+  }
+}
+
+TEST_P(ParityTest, GreedyIdsAndScoresMatchTheReference) {
+  for (size_t i = 0; i < expected_["cases"].size(); ++i) {
+    const auto& c = expected_["cases"][i];
+    const std::vector<std::vector<int32_t>> sources{SourceIds(c)};
+    auto results = translator_->TranslateIds(sources, Options(1));
+    ASSERT_TRUE(results.ok()) << results.status();
+    const Hypothesis& h = (*results)[0].hypotheses.at(0);
+    EXPECT_EQ(h.ids, c["greedy"]["ids"].get<std::vector<int32_t>>()) << "case " << i;
+    ExpectScoreNear(h.score, c["greedy"]["score"].get<float>(), "greedy score, case " +
+                                                                  std::to_string(i));
+  }
+}
+
+TEST_P(ParityTest, BeamSearchIdsScoresAndNBestMatchTheReference) {
+  const int beam = expected_.value("beam_size", 4);
+  for (size_t i = 0; i < expected_["cases"].size(); ++i) {
+    const auto& c = expected_["cases"][i];
+    const std::vector<std::vector<int32_t>> sources{SourceIds(c)};
+    auto results = translator_->TranslateIds(sources, Options(beam));
+    ASSERT_TRUE(results.ok()) << results.status();
+    const auto& hyps = (*results)[0].hypotheses;
+    ASSERT_FALSE(hyps.empty());
+    EXPECT_EQ(hyps[0].ids, c["beam"]["ids"].get<std::vector<int32_t>>()) << "case " << i;
+    ExpectScoreNear(hyps[0].score, c["beam"]["score"].get<float>(),
+                    "beam score, case " + std::to_string(i));
+    const auto& nbest = c["beam"]["nbest"];
+    ASSERT_EQ(hyps.size(), nbest.size()) << "case " << i;
+    for (size_t k = 0; k < nbest.size(); ++k) {
+      EXPECT_EQ(hyps[k].ids, nbest[k]["ids"].get<std::vector<int32_t>>())
+          << "case " << i << " hypothesis " << k;
+      ExpectScoreNear(hyps[k].score, nbest[k]["score"].get<float>(),
+                      "n-best score, case " + std::to_string(i));
+    }
+  }
+}
+
+TEST_P(ParityTest, RawLogitsOfTheFirstStepsMatchWithinRelativeTolerance) {
+  ASSERT_TRUE(expected_.contains("logits"));
+  for (const auto& entry : expected_["logits"]) {
+    const auto& c = expected_["cases"][entry["case"].get<size_t>()];
+    const std::vector<std::vector<int32_t>> sources{SourceIds(c)};
+    auto encoded = translator_->Encode(sources);
+    ASSERT_TRUE(encoded.ok());
+    DecodingOptions o = Options(1);
+    auto search = translator_->StartSearch((*encoded)[0], o);
+    SentenceSearch* active[] = {search.get()};
+    for (const auto& step : entry["steps"]) {
+      ASSERT_FALSE(search->done());
+      ASSERT_TRUE(translator_->Step(active).ok());
+      const Tensor& logits = translator_->last_logits();
+      const auto want = step.get<std::vector<float>>();
+      ASSERT_EQ(logits.dim(1), static_cast<int64_t>(want.size()));
+      float max_abs = 0;
+      for (float w : want) max_abs = std::max(max_abs, std::fabs(w));
+      for (size_t v = 0; v < want.size(); ++v) {
+        // Relative to the row's scale (its largest |logit|): logits near zero carry the
+        // absolute rounding of the whole row, not a relative one of their own.
+        ASSERT_NEAR(logits.f32()[v], want[v], 1e-4f * max_abs) << "token " << v;
+      }
+    }
+  }
+}
+
+TEST_P(ParityTest, EncoderOutputMatchesTheReference) {
+  ASSERT_TRUE(expected_.contains("encoder_output"));
+  const MarianModel& model = translator_->model();
+  for (const auto& entry : expected_["encoder_output"]) {
+    const auto ids = SourceIds(expected_["cases"][entry["case"].get<size_t>()]);
+    const std::vector<int32_t> offsets{0, static_cast<int32_t>(ids.size())};
+    Workspace ws;
+    Tensor out;
+    EncodePacked(model.transformer, model.weights, ids, offsets, &ws, &out);
+    const auto rows = entry["values"].get<std::vector<std::vector<float>>>();
+    ASSERT_EQ(out.dim(0), static_cast<int64_t>(rows.size()));
+    for (size_t t = 0; t < rows.size(); ++t)
+      for (size_t j = 0; j < rows[t].size(); ++j)
+        ASSERT_NEAR(out.f32()[t * out.dim(1) + j], rows[t][j], 1e-4f * (1 + std::fabs(rows[t][j])));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ParityTest, ::testing::Values(std::string(testing::kFixtureNames[0]),
+                                                           std::string(testing::kFixtureNames[1])),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace transerve

@@ -1,0 +1,111 @@
+// The Translator facade: text round trip, validation errors, length limits, device choice.
+#include <gtest/gtest.h>
+
+#include "model/translator/translator.h"
+#include "tests/model/translator/fixtures.h"
+
+namespace transerve {
+namespace {
+
+class TranslatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = Translator::Create(
+        {.model_dir = testing::FixtureModelDir(testing::kFixtureNames[0]), .device = "cpu"});
+    ASSERT_TRUE(t.ok()) << t.status();
+    translator_ = *std::move(t);
+    expected_ = testing::LoadExpected(testing::kFixtureNames[0]);
+  }
+  std::unique_ptr<Translator> translator_;
+  nlohmann::json expected_;
+};
+
+TEST_F(TranslatorTest, TextTranslationDetokenizesTheGreedyIdsInInputOrder) {
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < 9; ++i) texts.push_back(expected_["cases"][i]["text"]);
+  DecodingOptions o;
+  o.beam_size = 1;
+  o.max_length = expected_["max_length"].get<int>();
+  auto out = translator_->Translate(texts, o, /*max_batch_size=*/4);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto ids = expected_["cases"][i]["greedy"]["ids"].get<std::vector<int32_t>>();
+    EXPECT_EQ((*out)[i].best.ids, ids);
+    EXPECT_EQ((*out)[i].best.text, translator_->Detokenize(ids));
+  }
+}
+
+TEST_F(TranslatorTest, OverlongSourceIsRejectedUnlessTruncationIsAsked) {
+  const int64_t limit = translator_->model().config.max_position_embeddings;
+  std::string text;
+  for (int64_t i = 0; i < limit * 2; ++i) text += "word" + std::to_string(i % 97) + " ";
+  auto rejected = translator_->Tokenize(text, /*truncate=*/false);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(rejected.status().message().find("longer than"), std::string::npos);
+  auto truncated = translator_->Tokenize(text, /*truncate=*/true);
+  ASSERT_TRUE(truncated.ok());
+  EXPECT_EQ(static_cast<int64_t>(truncated->size()), limit);
+  EXPECT_EQ(truncated->back(), translator_->special_tokens().eos);
+}
+
+TEST_F(TranslatorTest, InvalidOptionsAreRejectedWithTheirName) {
+  DecodingOptions o;
+  o.beam_size = 0;
+  EXPECT_NE(translator_->ValidateOptions(o).message().find("beam_size"), std::string::npos);
+  o = DecodingOptions{};
+  o.max_length = static_cast<int>(translator_->model().config.max_position_embeddings) + 1;
+  EXPECT_NE(translator_->ValidateOptions(o).message().find("max_length"), std::string::npos);
+  o = DecodingOptions{};
+  o.max_length = 10;
+  o.min_length = 11;
+  EXPECT_NE(translator_->ValidateOptions(o).message().find("min_length"), std::string::npos);
+  o = DecodingOptions{};
+  o.beam_size = 2;
+  o.num_hypotheses = 3;
+  EXPECT_NE(translator_->ValidateOptions(o).message().find("num_hypotheses"), std::string::npos);
+}
+
+TEST_F(TranslatorTest, ForcedLengthGeneratesExactlyThatManyTokensEndingWithEos) {
+  const std::vector<std::vector<int32_t>> sources{
+      expected_["cases"][3]["source_ids"].get<std::vector<int32_t>>()};
+  for (int beam : {1, 3}) {
+    DecodingOptions o;
+    o.beam_size = beam;
+    o.min_length = o.max_length = 13;
+    auto r = translator_->TranslateIds(sources, o);
+    ASSERT_TRUE(r.ok());
+    const auto& ids = (*r)[0].hypotheses[0].ids;
+    ASSERT_EQ(ids.size(), 13u) << "beam " << beam;
+    EXPECT_EQ(ids.back(), translator_->special_tokens().eos);
+    for (size_t i = 0; i + 1 < ids.size(); ++i) {
+      EXPECT_NE(ids[i], translator_->special_tokens().eos);
+      EXPECT_NE(ids[i], translator_->special_tokens().pad);
+    }
+  }
+}
+
+TEST_F(TranslatorTest, KvCacheIsReturnedWhenSearchesEnd) {
+  const std::vector<std::vector<int32_t>> sources{
+      expected_["cases"][5]["source_ids"].get<std::vector<int32_t>>(),
+      expected_["cases"][6]["source_ids"].get<std::vector<int32_t>>()};
+  DecodingOptions o;
+  o.beam_size = 4;
+  o.max_length = 40;
+  ASSERT_TRUE(translator_->TranslateIds(sources, o).ok());
+  EXPECT_EQ(translator_->kv_pool().blocks_in_use(), 0);
+}
+
+TEST(TranslatorCreate, UnknownDeviceAndMissingModelAreClearErrors) {
+  auto bad_device = Translator::Create(
+      {.model_dir = testing::FixtureModelDir(testing::kFixtureNames[0]), .device = "tpu"});
+  ASSERT_FALSE(bad_device.ok());
+  EXPECT_NE(bad_device.status().message().find("tpu"), std::string::npos);
+  auto missing = Translator::Create({.model_dir = "/nonexistent/model", .device = "cpu"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/model"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace transerve
