@@ -34,11 +34,13 @@ float LogNormalizer(std::span<const float> logits, const SpecialTokens& special,
   const float* x = logits.data();
   float max_value = -std::numeric_limits<float>::infinity();
   for (int32_t begin = 0, e = 0; e < 3; begin = excluded[e] + 1, ++e) {
-    for (int32_t i = begin; i < excluded[e]; ++i) max_value = std::max(max_value, x[i]);
+    if (excluded[e] > begin) {
+      max_value = std::max(max_value, ops::cpu::MaxOf(x + begin, excluded[e] - begin));
+    }
   }
   float sum = 0.0f;
   for (int32_t begin = 0, e = 0; e < 3; begin = excluded[e] + 1, ++e) {
-    for (int32_t i = begin; i < excluded[e]; ++i) sum += ops::cpu::FastExp(x[i] - max_value);
+    if (excluded[e] > begin) sum += ops::cpu::SumExp(x + begin, excluded[e] - begin, max_value);
   }
   return max_value + std::log(sum);
 }

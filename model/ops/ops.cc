@@ -51,8 +51,14 @@ void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float bet
 void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation activation,
             Tensor* y) {
   RequireCpu(x.device(), "Linear");
-  Gemm(x, weight, /*trans_b=*/true, 1.0f, 0.0f, y);
-  cpu::BiasActivation(bias, activation, y);
+  if (bias.empty()) {
+    Gemm(x, weight, /*trans_b=*/true, 1.0f, 0.0f, y);
+  } else {
+    // The GEMM accumulates onto rows pre-filled with the bias: one pass less over y.
+    cpu::BroadcastRows(bias, x.dim(0), y);
+    Gemm(x, weight, /*trans_b=*/true, 1.0f, 1.0f, y);
+  }
+  if (activation != Activation::kIdentity) cpu::Activate(activation, y);
 }
 
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma,

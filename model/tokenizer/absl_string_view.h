@@ -9,7 +9,9 @@
 
 namespace transerve {
 
-inline absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+inline absl::string_view AbslView(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
 
 }  // namespace transerve
 

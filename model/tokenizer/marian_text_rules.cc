@@ -16,7 +16,9 @@ bool IsPythonSpace(uint32_t cp) {
 // Decodes the (valid) character starting at `p`; sets *len.
 uint32_t DecodeAt(std::string_view s, size_t p, size_t* len) {
   const auto b0 = static_cast<uint8_t>(s[p]);
-  auto cont = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(s[p + i]) & 0x3F); };
+  auto cont = [&](size_t i) {
+    return static_cast<uint32_t>(static_cast<uint8_t>(s[p + i]) & 0x3F);
+  };
   if (b0 < 0x80 || p + 1 >= s.size()) {
     *len = 1;
     return b0;

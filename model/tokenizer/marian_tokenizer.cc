@@ -5,10 +5,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -53,8 +52,7 @@ absl::Status ReadSettings(const std::string& path, TokenizerSettings* settings) 
     const nlohmann::json* value = &*it;
     if (value->is_object()) {
       const auto content = value->find("content");
-      if (content == value->end()) value = nullptr;
-      else value = &*content;
+      value = content == value->end() ? nullptr : &*content;
     }
     if (value == nullptr || !value->is_string() || value->get_ref<const std::string&>().empty()) {
       return absl::InvalidArgumentError(
@@ -100,14 +98,13 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> MarianTokenizer::Load(
 
   // Special ids come from vocab.json even with separate vocabularies (HF converts tokens with
   // the source encoder).
-  for (auto [token, id] : {std::pair{&tok->eos_token_, &tok->eos_id_},
-                           std::pair{&tok->unk_token_, &tok->unk_id_},
-                           std::pair{&tok->pad_token_, &tok->pad_id_}}) {
+  for (auto [token, id] :
+       {std::pair{&tok->eos_token_, &tok->eos_id_}, std::pair{&tok->unk_token_, &tok->unk_id_},
+        std::pair{&tok->pad_token_, &tok->pad_id_}}) {
     *id = tok->source_vocab_.Find(*token);
     if (*id < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("vocabulary ", vocab_path, " has no entry for the special token \"",
-                       *token, "\""));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "vocabulary ", vocab_path, " has no entry for the special token \"", *token, "\""));
     }
     if (std::none_of(tok->special_tokens_.begin(), tok->special_tokens_.end(),
                      [&](const auto& t) { return t.first == *token; })) {
@@ -134,7 +131,8 @@ void MarianTokenizer::EncodeChunk(std::string_view chunk, std::vector<int32_t>* 
     rest = marian_text::RemoveLanguageCodes(chunk);
     chunk = rest;
   }
-  source_spm_->EncodeToPieces(chunk, [&](std::string_view piece) { ids->push_back(SourceId(piece)); });
+  source_spm_->EncodeToPieces(chunk,
+                              [&](std::string_view piece) { ids->push_back(SourceId(piece)); });
 }
 
 absl::StatusOr<std::vector<int32_t>> MarianTokenizer::Encode(std::string_view text) const {

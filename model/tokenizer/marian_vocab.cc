@@ -3,9 +3,8 @@
 #include "model/tokenizer/marian_vocab.h"
 
 #include <algorithm>
-#include <utility>
-
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -66,8 +65,9 @@ class VocabSax : public nlohmann::json_sax<nlohmann::json> {
     return false;
   }
   bool Unexpected(std::string_view what) {
-    error = depth_ == 0 ? absl::StrCat("expected a JSON object of piece -> id, found ", AbslView(what))
-                        : absl::StrCat("expected an integer id for \"", key_, "\", found ", AbslView(what));
+    error = depth_ == 0
+                ? absl::StrCat("expected a JSON object of piece -> id, found ", AbslView(what))
+                : absl::StrCat("expected an integer id for \"", key_, "\", found ", AbslView(what));
     return false;
   }
 
@@ -92,9 +92,9 @@ absl::StatusOr<MarianVocab> MarianVocab::Parse(std::string_view json, std::strin
     sax.error = e.what();
   }
   if (!ok || !sax.error.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid vocabulary ", AbslView(name), ": ",
-        sax.error.empty() ? "expected a JSON object of piece -> id" : sax.error));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid vocabulary ", AbslView(name), ": ",
+                     sax.error.empty() ? "expected a JSON object of piece -> id" : sax.error));
   }
 
   MarianVocab vocab;
@@ -108,7 +108,8 @@ absl::StatusOr<MarianVocab> MarianVocab::Parse(std::string_view json, std::strin
     max_id = std::max(max_id, static_cast<int32_t>(id));
   }
   if (vocab.ids_.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid vocabulary ", AbslView(name), ": it is empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid vocabulary ", AbslView(name), ": it is empty"));
   }
   vocab.pieces_.resize(max_id + 1);
   vocab.has_piece_.assign(max_id + 1, false);

@@ -28,9 +28,9 @@ class Normalizer {
   Normalizer() = default;
 
   // `user_defined_symbols` are matched (longest first) before the rules and copied verbatim.
-  static absl::StatusOr<Normalizer> Create(const spm::NormalizerSpec& spec,
-                                           bool treat_whitespace_as_suffix,
-                                           const std::vector<std::string_view>& user_defined_symbols);
+  static absl::StatusOr<Normalizer> Create(
+      const spm::NormalizerSpec& spec, bool treat_whitespace_as_suffix,
+      const std::vector<std::string_view>& user_defined_symbols);
 
   // Replaces *out with the normalized form of `input`.
   void Normalize(std::string_view input, std::string* out) const;

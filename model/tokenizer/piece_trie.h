@@ -41,9 +41,9 @@ class PieceTrie {
 
  private:
   struct Unit {
-    uint32_t base = 0;    // children of this node live at base + byte
-    int32_t check = -1;   // parent node index; -1 marks a free cell
-    int32_t value = -1;   // id of the key ending here, or -1
+    uint32_t base = 0;   // children of this node live at base + byte
+    int32_t check = -1;  // parent node index; -1 marks a free cell
+    int32_t value = -1;  // id of the key ending here, or -1
   };
   class Builder;
 

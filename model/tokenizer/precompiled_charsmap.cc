@@ -32,9 +32,9 @@ absl::StatusOr<PrecompiledCharsMap> PrecompiledCharsMap::Parse(std::string_view 
   if constexpr (std::endian::native == std::endian::big) trie_size = __builtin_bswap32(trie_size);
   blob.remove_prefix(sizeof(trie_size));
   if (trie_size > blob.size() || trie_size % sizeof(uint32_t) != 0 || trie_size == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("precompiled_charsmap is corrupt: trie size ", trie_size, " for ",
-                     blob.size(), " bytes of data"));
+    return absl::InvalidArgumentError(absl::StrCat("precompiled_charsmap is corrupt: trie size ",
+                                                   trie_size, " for ", blob.size(),
+                                                   " bytes of data"));
   }
   map.units_.resize(trie_size / sizeof(uint32_t));
   std::memcpy(map.units_.data(), blob.data(), trie_size);

@@ -45,10 +45,14 @@ int PieceToByte(std::string_view piece) {
 
 std::string_view ModelTypeName(spm::TrainerSpec::ModelType type) {
   switch (type) {
-    case spm::TrainerSpec::UNIGRAM: return "UNIGRAM";
-    case spm::TrainerSpec::BPE: return "BPE";
-    case spm::TrainerSpec::WORD: return "WORD";
-    case spm::TrainerSpec::CHAR: return "CHAR";
+    case spm::TrainerSpec::UNIGRAM:
+      return "UNIGRAM";
+    case spm::TrainerSpec::BPE:
+      return "BPE";
+    case spm::TrainerSpec::WORD:
+      return "WORD";
+    case spm::TrainerSpec::CHAR:
+      return "CHAR";
   }
   return "UNKNOWN";
 }
@@ -73,27 +77,29 @@ absl::StatusOr<std::unique_ptr<SentencePieceModel>> SentencePieceModel::LoadFrom
 absl::StatusOr<std::unique_ptr<SentencePieceModel>> SentencePieceModel::LoadFromSerialized(
     std::string_view bytes, std::string_view name) {
   if (bytes.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("SentencePiece model ", AbslView(name), " is empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("SentencePiece model ", AbslView(name), " is empty"));
   }
   spm::ModelProto proto;
   if (bytes.size() > static_cast<size_t>(INT_MAX) ||
       !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot parse SentencePiece model ", AbslView(name),
-        ": the file is truncated, corrupt or not a SentencePiece ModelProto"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot parse SentencePiece model ", AbslView(name),
+                     ": the file is truncated, corrupt or not a SentencePiece ModelProto"));
   }
   // Every file spm_train writes has both specs (they come after the pieces); a parse without them
   // means a file cut at a field boundary or something else that happens to parse.
   if (!proto.has_trainer_spec() || !proto.has_normalizer_spec()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "SentencePiece model ", AbslView(name),
-        " is truncated or not a SentencePiece model: it has no ",
-        proto.has_trainer_spec() ? "normalizer_spec" : "trainer_spec"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("SentencePiece model ", AbslView(name),
+                     " is truncated or not a SentencePiece model: it has no ",
+                     proto.has_trainer_spec() ? "normalizer_spec" : "trainer_spec"));
   }
   if (proto.trainer_spec().model_type() != spm::TrainerSpec::UNIGRAM) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unsupported SentencePiece model type ", AbslView(ModelTypeName(proto.trainer_spec().model_type())),
-        " in ", AbslView(name), "; only unigram is supported"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unsupported SentencePiece model type ",
+                     AbslView(ModelTypeName(proto.trainer_spec().model_type())), " in ",
+                     AbslView(name), "; only unigram is supported"));
   }
   std::unique_ptr<SentencePieceModel> model(new SentencePieceModel());
   if (absl::Status s = model->Init(proto, name); !s.ok()) return s;
@@ -129,11 +135,13 @@ absl::Status SentencePieceModel::Init(const spm::ModelProto& proto, std::string_
     const std::string& piece = pieces_[id];
     const PieceType type = types_[id];
     if (piece.empty()) return error("piece ", id, " is empty");
-    const bool is_matchable = type == PieceType::kNormal || type == PieceType::kUserDefined ||
-                              type == PieceType::kUnused;
+    const bool is_matchable =
+        type == PieceType::kNormal || type == PieceType::kUserDefined || type == PieceType::kUnused;
     // As upstream, a string may appear once among matchable pieces and once among reserved ones.
     if (is_matchable) {
-      if (!seen.insert(AbslView(piece)).second) return error("piece \"", piece, "\" is defined twice");
+      if (!seen.insert(AbslView(piece)).second) {
+        return error("piece \"", piece, "\" is defined twice");
+      }
       matchable.emplace_back(piece, id);
     } else if (!reserved_ids_.emplace(piece, id).second) {
       return error("piece \"", piece, "\" is defined twice");
@@ -169,15 +177,15 @@ absl::Status SentencePieceModel::Init(const spm::ModelProto& proto, std::string_
     }
   }
   if (matchable.empty()) return error("it has no normal pieces");
-  unigram_ = UnigramModel(std::move(scores), types_, unk_id_, PieceTrie::Build(std::move(matchable)));
+  unigram_ =
+      UnigramModel(std::move(scores), types_, unk_id_, PieceTrie::Build(std::move(matchable)));
 
   const auto& norm_spec = proto.normalizer_spec();
   auto normalizer =
       Normalizer::Create(norm_spec, trainer.treat_whitespace_as_suffix(), user_defined);
   if (!normalizer.ok()) return error("normalizer_spec: ", normalizer.status().message());
   normalizer_ = *std::move(normalizer);
-  if (proto.has_denormalizer_spec() &&
-      !proto.denormalizer_spec().precompiled_charsmap().empty()) {
+  if (proto.has_denormalizer_spec() && !proto.denormalizer_spec().precompiled_charsmap().empty()) {
     auto denormalizer = Normalizer::Create(proto.denormalizer_spec(), false, {});
     if (!denormalizer.ok()) return error("denormalizer_spec: ", denormalizer.status().message());
     denormalizer_ = std::make_unique<Normalizer>(*std::move(denormalizer));

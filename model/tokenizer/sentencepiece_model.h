@@ -79,7 +79,7 @@ class SentencePieceModel {
   std::unique_ptr<Normalizer> denormalizer_;  // only when the model has decode rules
   int32_t unk_id_ = -1;
   bool byte_fallback_ = false;
-  std::array<int32_t, 256> byte_ids_{};  // id of <0xXX> when byte_fallback_
+  std::array<int32_t, 256> byte_ids_{};        // id of <0xXX> when byte_fallback_
   bool strip_leading_space_on_decode_ = true;  // add_dummy_prefix || remove_extra_whitespaces
   bool remove_extra_whitespaces_ = true;
   std::string unk_surface_;

@@ -15,9 +15,11 @@ constexpr float kUnkPenalty = 10.0f;
 
 }  // namespace
 
-UnigramModel::UnigramModel(std::vector<float> scores, std::vector<PieceType> types,
-                           int32_t unk_id, PieceTrie trie)
-    : scores_(std::move(scores)), types_(std::move(types)), unk_id_(unk_id),
+UnigramModel::UnigramModel(std::vector<float> scores, std::vector<PieceType> types, int32_t unk_id,
+                           PieceTrie trie)
+    : scores_(std::move(scores)),
+      types_(std::move(types)),
+      unk_id_(unk_id),
       trie_(std::move(trie)) {
   // Upstream starts from FLT_MAX / FLT_MIN (the smallest positive float, not the lowest), so a
   // model whose scores are all negative has max_score = FLT_MIN; user-defined pieces then score
@@ -37,7 +39,7 @@ void UnigramModel::Encode(std::string_view normalized, std::vector<Span>* spans)
 
   struct BestPath {
     int32_t id = -1;
-    float score = 0;       // best total score of a path ending here
+    float score = 0;         // best total score of a path ending here
     int32_t starts_at = -1;  // start of the last piece on that path; -1 = not reached yet
   };
   const size_t size = normalized.size();
@@ -83,8 +85,8 @@ void UnigramModel::Encode(std::string_view normalized, std::vector<Span>* spans)
 
   for (size_t end = size; end > 0;) {
     const BestPath& node = best[end];
-    spans->push_back(Span{static_cast<uint32_t>(node.starts_at), static_cast<uint32_t>(end),
-                          node.id});
+    spans->push_back(
+        Span{static_cast<uint32_t>(node.starts_at), static_cast<uint32_t>(end), node.id});
     end = static_cast<size_t>(node.starts_at);
   }
   std::reverse(spans->begin(), spans->end());

@@ -25,8 +25,8 @@ size_t ValidCharLen(std::string_view s) {
     return cp >= 0x800 && IsScalarValue(cp) ? 3 : 0;
   }
   if (n >= 4 && (p[0] & 0xF8) == 0xF0 && IsTrail(p[1]) && IsTrail(p[2]) && IsTrail(p[3])) {
-    const uint32_t cp = ((p[0] & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) |
-                        (p[3] & 0x3Fu);
+    const uint32_t cp =
+        ((p[0] & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
     return cp >= 0x10000 && IsScalarValue(cp) ? 4 : 0;
   }
   return 0;

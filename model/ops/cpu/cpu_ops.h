@@ -11,8 +11,10 @@ void SetNumThreads(int threads);
 int GetNumThreads();
 std::string BlasDescription();
 void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float beta, Tensor* c);
-// y = activation(y + bias), row by row (the epilogue of a linear layer).
-void BiasActivation(const Tensor& bias, Activation activation, Tensor* y);
+// y -> [rows, N] with every row a copy of `row` ([N]).
+void BroadcastRows(const Tensor& row, int64_t rows, Tensor* y);
+// y = activation(y), element-wise.
+void Activate(Activation activation, Tensor* y);
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma,
                   const Tensor& beta, float eps, Tensor* out);
 void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,

@@ -1,6 +1,7 @@
 // GEMM and linear layers on the CPU through OpenBLAS (its thread pool is the engine's only one).
 #include <cblas.h>
 
+#include <cstring>
 #include <stdexcept>
 
 #include "absl/strings/str_cat.h"
@@ -53,39 +54,41 @@ void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float bet
 namespace {
 
 template <typename Fn>
-void BiasActivationRows(float* y, const float* bias, int64_t m, int64_t n, Fn fn) {
-  for (int64_t i = 0; i < m; ++i) {
-    float* row = y + i * n;
-    if (bias != nullptr) {
-      for (int64_t j = 0; j < n; ++j) row[j] = fn(row[j] + bias[j]);
-    } else {
-      for (int64_t j = 0; j < n; ++j) row[j] = fn(row[j]);
-    }
-  }
+void Apply(float* y, int64_t n, Fn fn) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fn(y[i]);
 }
 
 }  // namespace
 
-void BiasActivation(const Tensor& bias, Activation activation, Tensor* y) {
-  const int64_t m = y->dim(0);
-  const int64_t n = y->dim(1);
+void BroadcastRows(const Tensor& row, int64_t rows, Tensor* y) {
+  const int64_t n = row.numel();
+  y->Resize({rows, n});
+  for (int64_t i = 0; i < rows; ++i) std::memcpy(y->f32() + i * n, row.f32(), n * sizeof(float));
+}
+
+void Activate(Activation activation, Tensor* y) {
   float* out = y->f32();
-  const float* b = bias.empty() ? nullptr : bias.f32();
+  const int64_t n = y->numel();
   switch (activation) {
     case Activation::kIdentity:
-      if (b != nullptr) BiasActivationRows(out, b, m, n, [](float v) { return v; });
       break;
-    case Activation::kSwish:
-      BiasActivationRows(out, b, m, n, [](float v) { return Swish(v); });
+    case Activation::kSwish: {
+      int64_t i = 0;
+      for (; i + kLanes <= n; i += kLanes) {
+        const Floats16 v = Swish16(LoadFloats16(out + i));
+        std::memcpy(out + i, &v, sizeof(v));
+      }
+      Apply(out + i, n - i, [](float v) { return Swish(v); });
       break;
+    }
     case Activation::kRelu:
-      BiasActivationRows(out, b, m, n, [](float v) { return v > 0.0f ? v : 0.0f; });
+      Apply(out, n, [](float v) { return v > 0.0f ? v : 0.0f; });
       break;
     case Activation::kGelu:
-      BiasActivationRows(out, b, m, n, [](float v) { return Gelu(v); });
+      Apply(out, n, [](float v) { return Gelu(v); });
       break;
     case Activation::kGeluTanh:
-      BiasActivationRows(out, b, m, n, [](float v) { return GeluTanh(v); });
+      Apply(out, n, [](float v) { return GeluTanh(v); });
       break;
   }
 }

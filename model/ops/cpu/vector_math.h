@@ -9,12 +9,13 @@
 namespace transerve::ops::cpu {
 
 // exp(x) with a relative error below 2e-7 on the float range (Cody-Waite range reduction and a
-// degree-6 polynomial). Inputs below -87.3 return 0, above 88.7 return +inf, like expf.
+// degree-6 polynomial). Inputs below -87.3 return 0 and above 88.3 return +inf (exp(88.3) is
+// close to FLT_MAX; softmax and swish never get there).
 inline float FastExp(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f;
   constexpr float kLn2Lo = -2.12194440e-4f;
-  const float clamped = std::fmin(std::fmax(x, -87.3f), 88.7f);
+  const float clamped = std::fmin(std::fmax(x, -87.3f), 88.3f);
   // floor(v + 0.5) vectorises (vroundps) and, unlike the 1.5·2^23 trick, survives
   // -fassociative-math.
   const float n = std::floor(clamped * kLog2e + 0.5f);
@@ -32,11 +33,72 @@ inline float FastExp(float x) {
   std::memcpy(&scale, &bits, sizeof(scale));
   float result = p * scale;
   if (x < -87.3f) result = 0.0f;
-  if (x > 88.7f) result = INFINITY;
+  if (x > 88.3f) result = INFINITY;
   return result;
 }
 
+// GCC vector extensions: 16 floats, lowered to whatever SIMD the target has (AVX-512, AVX2,
+// SSE). Used where the auto-vectoriser gives up (reductions, exp).
+typedef float Floats16 __attribute__((vector_size(64)));
+typedef int32_t Ints16 __attribute__((vector_size(64)));
+inline constexpr int kLanes = 16;
+
+inline Floats16 Splat(float v) { return Floats16{} + v; }
+
+inline Floats16 LoadFloats16(const float* p) {
+  Floats16 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// FastExp on 16 lanes (same polynomial; round-half-away-from-zero range reduction).
+inline Floats16 FastExp16(Floats16 x) {
+  Floats16 c = x < -87.3f ? Splat(-87.3f) : x;
+  c = c > 88.3f ? Splat(88.3f) : c;
+  const Floats16 t = c * 1.44269504088896341f;
+  const Ints16 ni = __builtin_convertvector(t + (t >= 0.0f ? Splat(0.5f) : Splat(-0.5f)), Ints16);
+  const Floats16 n = __builtin_convertvector(ni, Floats16);
+  const Floats16 r = (c - n * 0.693359375f) - n * -2.12194440e-4f;
+  Floats16 p = Splat(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const Ints16 bits = (ni + 127) << 23;
+  Floats16 result = p * reinterpret_cast<const Floats16&>(bits);
+  result = x < -87.3f ? Splat(0.0f) : result;
+  return x > 88.3f ? Splat(INFINITY) : result;
+}
+
+// max(x[0..n)), -inf for n == 0.
+inline float MaxOf(const float* x, int64_t n) {
+  Floats16 lanes = Splat(-INFINITY);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const Floats16 v = LoadFloats16(x + i);
+    lanes = v > lanes ? v : lanes;
+  }
+  float m = -INFINITY;
+  for (int j = 0; j < kLanes; ++j) m = lanes[j] > m ? lanes[j] : m;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+// Σ exp(x[i] - shift): the softmax denominator.
+inline float SumExp(const float* x, int64_t n, float shift) {
+  Floats16 lanes = Splat(0.0f);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) lanes += FastExp16(LoadFloats16(x + i) - shift);
+  float s = 0.0f;
+  for (int j = 0; j < kLanes; ++j) s += lanes[j];
+  for (; i < n; ++i) s += FastExp(x[i] - shift);
+  return s;
+}
+
 inline float Swish(float x) { return x / (1.0f + FastExp(-x)); }
+inline Floats16 Swish16(Floats16 x) { return x / (1.0f + FastExp16(-x)); }
 
 inline float GeluTanh(float x) {
   // 0.5 x (1 + tanh(√(2/π)(x + 0.044715 x³))), with tanh(u) = 1 - 2 / (1 + e^{2u})

@@ -89,7 +89,7 @@ INSTANTIATE_TEST_SUITE_P(AllActivations, LinearTest,
                                            Activation::kGeluTanh));
 
 TEST(FastExp, RelativeErrorBelowTwoUlpsOverTheUsefulRange) {
-  for (float x = -87.0f; x <= 88.0f; x += 0.0137f) {
+  for (float x = -87.0f; x <= 88.25f; x += 0.0137f) {
     const double want = std::exp(static_cast<double>(x));
     ASSERT_NEAR(ops::cpu::FastExp(x), want, 3e-7 * want) << x;
   }

@@ -2,16 +2,16 @@
 // a MarianTokenizer v4 re-statement): for every case in tests/fixtures/*/expected.json, our
 // Encode must give its source_ids and our Decode its greedy/beam texts. Skipped when no fixture
 // exists yet.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <filesystem>
-#include <iostream>
 #include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "model/tokenizer/marian_tokenizer.h"
 

@@ -3,12 +3,12 @@
 // ("</s>" 0, "<unk>" 1, language codes, pieces, "<pad>" last). Also the v4 text rules.
 #include "model/tokenizer/marian_tokenizer.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/status/status.h"
 #include "model/tokenizer/marian_text_rules.h"
@@ -33,8 +33,8 @@ std::vector<PieceSpec> LetterPieces() {
 }
 
 spm::ModelProto SourceSpm() {
-  std::vector<PieceSpec> pieces = {{Sp("Hello"), -1}, {Sp("world"), -1}, {kSp, -3},
-                                   {Sp("zz"), -1}};  // ▁zz is not in vocab.json
+  std::vector<PieceSpec> pieces = {
+      {Sp("Hello"), -1}, {Sp("world"), -1}, {kSp, -3}, {Sp("zz"), -1}};  // ▁zz is not in vocab.json
   for (const PieceSpec& p : LetterPieces()) pieces.push_back(p);
   return MakeModelProto(pieces);
 }
@@ -63,9 +63,8 @@ std::string JsonVocab(const std::vector<std::pair<std::string, int>>& entries) {
 // 9 ▁Bonjour (in no spm), 10.. letters, last <pad>.
 std::string VocabJson(int* pad_id) {
   std::vector<std::pair<std::string, int>> entries = {
-      {"</s>", 0},       {"<unk>", 1},       {">>fra<<", 2},    {">>deu<<", 3},
-      {Sp("Hello"), 4},  {Sp("world"), 5},   {Sp("Hallo"), 6},  {Sp("Welt"), 7},
-      {kSp, 8},          {Sp("Bonjour"), 9}};
+      {"</s>", 0},      {"<unk>", 1},     {">>fra<<", 2},  {">>deu<<", 3}, {Sp("Hello"), 4},
+      {Sp("world"), 5}, {Sp("Hallo"), 6}, {Sp("Welt"), 7}, {kSp, 8},       {Sp("Bonjour"), 9}};
   int id = 10;
   for (const PieceSpec& p : LetterPieces()) {
     if (p.piece == "/") continue;  // a piece in the spm models but not in the vocabulary
@@ -145,8 +144,7 @@ TEST_F(MarianTokenizerTest, LanguageCodeRegexIsGreedyAndRemovedEverywhere) {
 
 TEST_F(MarianTokenizerTest, SpecialTokensInTextAreSplitOut) {
   auto tok = Load();
-  EXPECT_THAT(Encode(*tok, "Hello</s>world<unk> <pad>"),
-              ElementsAre(4, 0, 5, 1, pad_id_, 0));
+  EXPECT_THAT(Encode(*tok, "Hello</s>world<unk> <pad>"), ElementsAre(4, 0, 5, 1, pad_id_, 0));
   // Each chunk between special tokens is tokenized on its own (dummy prefix, language code).
   EXPECT_THAT(Encode(*tok, "</s>>>fra<< Hello"), ElementsAre(0, 2, 4, 0));
 }
@@ -185,8 +183,9 @@ TEST_F(MarianTokenizerTest, TargetIdToPiece) {
 
 TEST_F(MarianTokenizerTest, SeparateVocabularies) {
   WriteFileOrDie(dir_->File("tokenizer_config.json"), R"({"separate_vocabs": true})");
-  WriteFileOrDie(dir_->File("target_vocab.json"),
-                 JsonVocab({{"</s>", 0}, {"<unk>", 1}, {Sp("Welt"), 2}, {Sp("Hallo"), 3}, {"<pad>", 4}}));
+  WriteFileOrDie(
+      dir_->File("target_vocab.json"),
+      JsonVocab({{"</s>", 0}, {"<unk>", 1}, {Sp("Welt"), 2}, {Sp("Hallo"), 3}, {"<pad>", 4}}));
   auto tok = Load();
   EXPECT_EQ(tok->target_vocab_size(), 5);
   EXPECT_EQ(tok->source_vocab_size(), pad_id_ + 1);
@@ -208,9 +207,13 @@ TEST_F(MarianTokenizerTest, SpecialTokenStringsFromConfig) {
 
 TEST_F(MarianTokenizerTest, DuplicateKeysFollowPythonDicts) {
   // json.load keeps the last value of a key; the id -> piece map keeps the last key per id.
-  WriteFileOrDie(dir_->File("vocab.json"),
-                 JsonVocab({{"</s>", 0}, {"<unk>", 1}, {Sp("Hallo"), 5}, {Sp("Hallo"), 2},
-                            {Sp("Welt"), 3}, {"x", 3}, {"<pad>", 4}}));
+  WriteFileOrDie(dir_->File("vocab.json"), JsonVocab({{"</s>", 0},
+                                                      {"<unk>", 1},
+                                                      {Sp("Hallo"), 5},
+                                                      {Sp("Hallo"), 2},
+                                                      {Sp("Welt"), 3},
+                                                      {"x", 3},
+                                                      {"<pad>", 4}}));
   auto tok = Load();
   EXPECT_EQ(tok->source_vocab_size(), 6);
   EXPECT_EQ(tok->TargetIdToPiece(2), Sp("Hallo"));
@@ -298,7 +301,8 @@ TEST(MarianTextRules, RemoveLanguageCodes) {
 TEST(MarianTextRules, StripPythonWhitespace) {
   using marian_text::StripPythonWhitespace;
   EXPECT_EQ(StripPythonWhitespace("  a b \t\n"), "a b");
-  EXPECT_EQ(StripPythonWhitespace("\xE3\x80\x80x\xC2\xA0\xE2\x80\x83"), "x");  // U+3000, U+00A0, U+2003
+  EXPECT_EQ(StripPythonWhitespace("\xE3\x80\x80x\xC2\xA0\xE2\x80\x83"),
+            "x");  // U+3000, U+00A0, U+2003
   EXPECT_EQ(StripPythonWhitespace("\x1Cx\x1F"), "x");
   EXPECT_EQ(StripPythonWhitespace("\xE2\x80\x8Bx"), "\xE2\x80\x8Bx");  // U+200B is not a space
   EXPECT_EQ(StripPythonWhitespace("\xE2\x96\x81x"), "\xE2\x96\x81x");  // nor is U+2581

@@ -12,97 +12,279 @@ namespace {
 using Pool = std::vector<std::string_view>;
 
 const Pool& EnglishWords() {
-  static const Pool kWords = {
-      "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
-      "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
-      "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
-      "been", "if", "more", "when", "will", "would", "who", "so", "no", "translation", "model",
-      "server", "request", "latency", "throughput", "sentence", "token", "vocabulary", "decoder",
-      "encoder", "attention", "German", "English", "Parliament", "committee", "government",
-      "economic", "development", "international", "cooperation", "September", "Monday", "quickly",
-      "brown", "fox", "jumps", "over", "lazy", "dog", "hello", "world", "don't", "it's", "we're",
-      "O'Neill", "e-mail", "state-of-the-art", "U.S.", "Dr.", "etc.", "i.e.", "API", "GPU", "CPU",
-      "HTTP/2", "gRPC", "JSON", "C++20", "x86_64", "naïve", "café", "résumé", "coöperate",
-      "Zürich", "São", "Paulo", "Ångström", "fiancée", "Straße", "İstanbul", "ǅemal", "ﬁnancial",
-      "oﬀice", "Ⅻ", "№", "℃", "㎏", "™", "Ⓐ", "ＡＢＣ", "ｓｅｒｖｅｒ", "ｶﾀｶﾅ", "ﾊﾟﾝ"};
+  static const Pool kWords = {"the",         "of",
+                              "and",         "to",
+                              "in",          "is",
+                              "that",        "for",
+                              "it",          "as",
+                              "was",         "with",
+                              "be",          "by",
+                              "on",          "not",
+                              "he",          "this",
+                              "are",         "or",
+                              "his",         "from",
+                              "at",          "which",
+                              "but",         "have",
+                              "an",          "had",
+                              "they",        "you",
+                              "were",        "their",
+                              "one",         "all",
+                              "we",          "can",
+                              "her",         "has",
+                              "there",       "been",
+                              "if",          "more",
+                              "when",        "will",
+                              "would",       "who",
+                              "so",          "no",
+                              "translation", "model",
+                              "server",      "request",
+                              "latency",     "throughput",
+                              "sentence",    "token",
+                              "vocabulary",  "decoder",
+                              "encoder",     "attention",
+                              "German",      "English",
+                              "Parliament",  "committee",
+                              "government",  "economic",
+                              "development", "international",
+                              "cooperation", "September",
+                              "Monday",      "quickly",
+                              "brown",       "fox",
+                              "jumps",       "over",
+                              "lazy",        "dog",
+                              "hello",       "world",
+                              "don't",       "it's",
+                              "we're",       "O'Neill",
+                              "e-mail",      "state-of-the-art",
+                              "U.S.",        "Dr.",
+                              "etc.",        "i.e.",
+                              "API",         "GPU",
+                              "CPU",         "HTTP/2",
+                              "gRPC",        "JSON",
+                              "C++20",       "x86_64",
+                              "naïve",       "café",
+                              "résumé",      "coöperate",
+                              "Zürich",      "São",
+                              "Paulo",       "Ångström",
+                              "fiancée",     "Straße",
+                              "İstanbul",    "ǅemal",
+                              "ﬁnancial",    "oﬀice",
+                              "Ⅻ",           "№",
+                              "℃",           "㎏",
+                              "™",           "Ⓐ",
+                              "ＡＢＣ",      "ｓｅｒｖｅｒ",
+                              "ｶﾀｶﾅ",        "ﾊﾟﾝ"};
   return kWords;
 }
 
 const Pool& ForeignPhrases() {
-  static const Pool kPhrases = {
-      "Ελληνικά κείμενα", "ΣΟΦΟΣ σοφός", "Москва — столица России", "Привет, мир!",
-      "Übersetzung größer ÄÖÜ äöü ß ẞ", "Ça va? Très bien, merci.", "¿Qué tal? ¡Muy bien!",
-      "Dziękuję bardzo", "Čeština žluťoučký kůň", "Tiếng Việt có dấu: Nguyễn Thị Hằng",
-      "مرحبا بالعالم", "שלום עולם", "नमस्ते दुनिया", "สวัสดีชาวโลก", "გამარჯობა", "Բարեւ",
-      "வணக்கம்", "ሰላም", "日本語のテキストです。", "東京都渋谷区", "ひらがなとカタカナ",
-      "中文文本测试，标点符号。", "繁體中文測試", "한국어 텍스트입니다", "안녕하세요",
-      "Ｆｕｌｌｗｉｄｔｈ　ｔｅｘｔ　１２３", "ﾃｽﾄﾃﾞｰﾀ", "㈱㈲", "①②③", "ｘ²＋ｙ²＝ｚ²",
-      "Ⅰ Ⅱ Ⅲ Ⅳ", "ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ", "ℌ ℍ ℕ ℙ", "𝐁𝐨𝐥𝐝 𝑰𝒕𝒂𝒍𝒊𝒄", "Ｈｅｌｌｏ！？"};
+  static const Pool kPhrases = {"Ελληνικά κείμενα",
+                                "ΣΟΦΟΣ σοφός",
+                                "Москва — столица России",
+                                "Привет, мир!",
+                                "Übersetzung größer ÄÖÜ äöü ß ẞ",
+                                "Ça va? Très bien, merci.",
+                                "¿Qué tal? ¡Muy bien!",
+                                "Dziękuję bardzo",
+                                "Čeština žluťoučký kůň",
+                                "Tiếng Việt có dấu: Nguyễn Thị Hằng",
+                                "مرحبا بالعالم",
+                                "שלום עולם",
+                                "नमस्ते दुनिया",
+                                "สวัสดีชาวโลก",
+                                "გამარჯობა",
+                                "Բարեւ",
+                                "வணக்கம்",
+                                "ሰላም",
+                                "日本語のテキストです。",
+                                "東京都渋谷区",
+                                "ひらがなとカタカナ",
+                                "中文文本测试，标点符号。",
+                                "繁體中文測試",
+                                "한국어 텍스트입니다",
+                                "안녕하세요",
+                                "Ｆｕｌｌｗｉｄｔｈ　ｔｅｘｔ　１２３",
+                                "ﾃｽﾄﾃﾞｰﾀ",
+                                "㈱㈲",
+                                "①②③",
+                                "ｘ²＋ｙ²＝ｚ²",
+                                "Ⅰ Ⅱ Ⅲ Ⅳ",
+                                "ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ",
+                                "ℌ ℍ ℕ ℙ",
+                                "𝐁𝐨𝐥𝐝 𝑰𝒕𝒂𝒍𝒊𝒄",
+                                "Ｈｅｌｌｏ！？"};
   return kPhrases;
 }
 
 const Pool& Punctuation() {
   static const Pool kPunct = {
-      ".", ",", ";", ":", "!", "?", "\"", "'", "(", ")", "[", "]", "{", "}", "-", "--", "...",
-      "/", "\\", "&", "%", "$", "#", "@", "*", "+", "=", "<", ">", "|", "~", "^", "`", "_",
-      "“", "”", "‘", "’", "—", "–", "…", "«", "»", "‹", "›", "„", "‚", "¡", "¿", "•", "·",
-      "§", "¶", "†", "‡", "‰", "′", "″", "‼", "⁇", "※", "。", "、", "「", "」", "『", "』",
-      "【", "】", "・", "〜", "！", "？", "（", "）", "，", "．", "：", "；", "＂", "＇", "€",
-      "£", "¥", "¢", "₹", "°", "±", "×", "÷", "≠", "≤", "≥", "→", "←", "⇒", "√", "∞",
-      "<unk>", "<s>", "</s>", "<pad>", "<sep>", "[MASK]", "@@", ">>fra<<"};
+      ".",  ",",  ";",     ":",   "!",    "?",     "\"",    "'",      "(",  ")",      "[",  "]",
+      "{",  "}",  "-",     "--",  "...",  "/",     "\\",    "&",      "%",  "$",      "#",  "@",
+      "*",  "+",  "=",     "<",   ">",    "|",     "~",     "^",      "`",  "_",      "“",  "”",
+      "‘",  "’",  "—",     "–",   "…",    "«",     "»",     "‹",      "›",  "„",      "‚",  "¡",
+      "¿",  "•",  "·",     "§",   "¶",    "†",     "‡",     "‰",      "′",  "″",      "‼",  "⁇",
+      "※",  "。", "、",    "「",  "」",   "『",    "』",    "【",     "】", "・",     "〜", "！",
+      "？", "（", "）",    "，",  "．",   "：",    "；",    "＂",     "＇", "€",      "£",  "¥",
+      "¢",  "₹",  "°",     "±",   "×",    "÷",     "≠",     "≤",      "≥",  "→",      "←",  "⇒",
+      "√",  "∞",  "<unk>", "<s>", "</s>", "<pad>", "<sep>", "[MASK]", "@@", ">>fra<<"};
   return kPunct;
 }
 
 const Pool& CombiningSequences() {
-  static const Pool kSeq = {
-      "e\u0301", "a\u0308", "n\u0303", "o\u0302\u0323", "A\u030A", "u\u0308\u0301",
-      "i\u0307", "\u0301", "\u0308x", "c\u0327", "z\u030C", "\u1100\u1161\u11A8",
-      "\u1112\u1161\u11AB", "\u0915\u094D\u0937", "\u0e01\u0e34\u0e48", "\u05e9\u05c1",
-      "\u0627\u0651", "Ω\u0301", "ς", "Σ", "ﬃ", "K\u0301", "\u212B", "\u2126", "\u00C5"};
+  static const Pool kSeq = {"e\u0301",
+                            "a\u0308",
+                            "n\u0303",
+                            "o\u0302\u0323",
+                            "A\u030A",
+                            "u\u0308\u0301",
+                            "i\u0307",
+                            "\u0301",
+                            "\u0308x",
+                            "c\u0327",
+                            "z\u030C",
+                            "\u1100\u1161\u11A8",
+                            "\u1112\u1161\u11AB",
+                            "\u0915\u094D\u0937",
+                            "\u0e01\u0e34\u0e48",
+                            "\u05e9\u05c1",
+                            "\u0627\u0651",
+                            "Ω\u0301",
+                            "ς",
+                            "Σ",
+                            "ﬃ",
+                            "K\u0301",
+                            "\u212B",
+                            "\u2126",
+                            "\u00C5"};
   return kSeq;
 }
 
 const Pool& Emoji() {
-  static const Pool kEmoji = {
-      "😀", "😂", "🥲", "👍", "👍🏽", "👩‍💻", "👨‍👩‍👧‍👦", "🏳️‍🌈", "🇩🇪", "🇯🇵", "❤️", "❤",
-      "☺️", "1️⃣", "#️⃣", "🤖", "🚀", "🔥", "✨", "🧑🏿‍🚀", "🫠", "🀄", "🂡", "🄰", "🅰️"};
+  static const Pool kEmoji = {"😀",
+                              "😂",
+                              "🥲",
+                              "👍",
+                              "👍🏽",
+                              "👩‍💻",
+                              "👨‍👩‍👧‍👦",
+                              "🏳️‍🌈",
+                              "🇩🇪",
+                              "🇯🇵",
+                              "❤️",
+                              "❤",
+                              "☺️",
+                              "1️⃣",
+                              "#️⃣",
+                              "🤖",
+                              "🚀",
+                              "🔥",
+                              "✨",
+                              "🧑🏿‍🚀",
+                              "🫠",
+                              "🀄",
+                              "🂡",
+                              "🄰",
+                              "🅰️"};
   return kEmoji;
 }
 
 const Pool& OddSpaces() {
-  static const Pool kSpaces = {
-      " ", "  ", "   ", "\t", " \t ", "\u00A0", "\u2002", "\u2003", "\u2009", "\u200A",
-      "\u202F", "\u205F", "\u3000", "\u200B", "\u2028", "\u2029", "\u1680", "\u0085", "\u000B",
-      "\u000C", "\r", "\u2581", "\u2581\u2581", " \u2581 "};
+  static const Pool kSpaces = {" ",      "  ",     "   ",    "\t",     " \t ",         "\u00A0",
+                               "\u2002", "\u2003", "\u2009", "\u200A", "\u202F",       "\u205F",
+                               "\u3000", "\u200B", "\u2028", "\u2029", "\u1680",       "\u0085",
+                               "\u000B", "\u000C", "\r",     "\u2581", "\u2581\u2581", " \u2581 "};
   return kSpaces;
 }
 
 // Characters that normalizers delete or rewrite: C0/C1 controls, format characters, BOM,
 // noncharacters, U+FFFD.
 const Pool& ControlChars() {
-  static const Pool kCtrl = {
-      std::string_view("\x00", 1), "\x01", "\x02", "\x07", "\x08", "\x0E", "\x1B", "\x1F",
-      "\x7F", "\u0080", "\u008D", "\u009F", "\uFEFF", "\u00AD", "\u200C", "\u200D", "\u200E",
-      "\u200F", "\u202A", "\u202E", "\u2060", "\u2066", "\uFFF9", "\uFFFC", "\uFFFD",
-      "\uFE0F", "\uFE00", "\U000E0001", "\U000E0041", "\U000F0000", "\U0010FFFD"};
+  static const Pool kCtrl = {std::string_view("\x00", 1),
+                             "\x01",
+                             "\x02",
+                             "\x07",
+                             "\x08",
+                             "\x0E",
+                             "\x1B",
+                             "\x1F",
+                             "\x7F",
+                             "\u0080",
+                             "\u008D",
+                             "\u009F",
+                             "\uFEFF",
+                             "\u00AD",
+                             "\u200C",
+                             "\u200D",
+                             "\u200E",
+                             "\u200F",
+                             "\u202A",
+                             "\u202E",
+                             "\u2060",
+                             "\u2066",
+                             "\uFFF9",
+                             "\uFFFC",
+                             "\uFFFD",
+                             "\uFE0F",
+                             "\uFE00",
+                             "\U000E0001",
+                             "\U000E0041",
+                             "\U000F0000",
+                             "\U0010FFFD"};
   return kCtrl;
 }
 
 const Pool& Digits() {
-  static const Pool kDigits = {
-      "0", "7", "42", "1999", "2024", "3.14159", "1,234,567.89", "10%", "-5", "+49", "1e-9",
-      "0x1F", "½", "¾", "²", "³", "٣٤٥", "۱۲۳", "१२३", "๑๒๓", "１２３", "⑳", "12:30", "24/7",
-      "v1.2.3", "+1 (555) 010-9999"};
+  static const Pool kDigits = {"0",
+                               "7",
+                               "42",
+                               "1999",
+                               "2024",
+                               "3.14159",
+                               "1,234,567.89",
+                               "10%",
+                               "-5",
+                               "+49",
+                               "1e-9",
+                               "0x1F",
+                               "½",
+                               "¾",
+                               "²",
+                               "³",
+                               "٣٤٥",
+                               "۱۲۳",
+                               "१२३",
+                               "๑๒๓",
+                               "１２３",
+                               "⑳",
+                               "12:30",
+                               "24/7",
+                               "v1.2.3",
+                               "+1 (555) 010-9999"};
   return kDigits;
 }
 
 // Malformed UTF-8: stray continuation bytes, truncated sequences, overlong forms, surrogates,
 // code points past U+10FFFF, bytes that never occur in UTF-8.
 const Pool& MalformedBytes() {
-  static const Pool kBad = {
-      "\x80", "\xBF", "\xC0\xAF", "\xC1\xBF", "\xE0\x80\xAF", "\xE2\x82", "\xE2", "\xF0\x9F",
-      "\xF0\x9F\x98", "\xED\xA0\x80", "\xED\xBF\xBF", "\xF4\x90\x80\x80", "\xF5\x80\x80\x80",
-      "\xF8\x88\x80\x80\x80", "\xFE", "\xFF", "\xC3", "\xC3\x28", "\xE2\x28\xA1", "\xA0\xA1"};
+  static const Pool kBad = {"\x80",
+                            "\xBF",
+                            "\xC0\xAF",
+                            "\xC1\xBF",
+                            "\xE0\x80\xAF",
+                            "\xE2\x82",
+                            "\xE2",
+                            "\xF0\x9F",
+                            "\xF0\x9F\x98",
+                            "\xED\xA0\x80",
+                            "\xED\xBF\xBF",
+                            "\xF4\x90\x80\x80",
+                            "\xF5\x80\x80\x80",
+                            "\xF8\x88\x80\x80\x80",
+                            "\xFE",
+                            "\xFF",
+                            "\xC3",
+                            "\xC3\x28",
+                            "\xE2\x28\xA1",
+                            "\xA0\xA1"};
   return kBad;
 }
 
@@ -169,17 +351,33 @@ std::string MixedLine(SplitMix64& rng, bool random_code_points) {
   const int parts = 2 + rng.Below(14);
   for (int i = 0; i < parts; ++i) {
     switch (rng.Below(9)) {
-      case 0: s += Pick(EnglishWords(), rng); break;
-      case 1: s += Pick(ForeignPhrases(), rng); break;
-      case 2: s += Pick(Punctuation(), rng); break;
-      case 3: s += Pick(CombiningSequences(), rng); break;
-      case 4: s += Pick(Emoji(), rng); break;
-      case 5: s += Pick(Digits(), rng); break;
-      case 6: s += Pick(OddSpaces(), rng); break;
+      case 0:
+        s += Pick(EnglishWords(), rng);
+        break;
+      case 1:
+        s += Pick(ForeignPhrases(), rng);
+        break;
+      case 2:
+        s += Pick(Punctuation(), rng);
+        break;
+      case 3:
+        s += Pick(CombiningSequences(), rng);
+        break;
+      case 4:
+        s += Pick(Emoji(), rng);
+        break;
+      case 5:
+        s += Pick(Digits(), rng);
+        break;
+      case 6:
+        s += Pick(OddSpaces(), rng);
+        break;
       case 7:
         if (random_code_points) AppendCodePoint(RandomCodePoint(rng), &s);
         break;
-      default: s += RandomLetters(rng, 1 + rng.Below(8)); break;
+      default:
+        s += RandomLetters(rng, 1 + rng.Below(8));
+        break;
     }
     if (rng.Chance(60)) s += " ";
   }
@@ -195,21 +393,26 @@ std::string WhitespaceLine(SplitMix64& rng) {
     if (rng.Chance(80)) s += Pick(EnglishWords(), rng);
   }
   const int trailing = rng.Below(5);
-  for (int k = 0; k < trailing; ++k) s += rng.Chance(50) ? " " : std::string(Pick(OddSpaces(), rng));
+  for (int k = 0; k < trailing; ++k)
+    s += rng.Chance(50) ? " " : std::string(Pick(OddSpaces(), rng));
   return s;
 }
 
 std::string LongWordLine(SplitMix64& rng, bool random_code_points) {
   std::string s;
   switch (rng.Below(random_code_points ? 6 : 5)) {
-    case 0: s = RandomLetters(rng, 30 + rng.Below(300)); break;
+    case 0:
+      s = RandomLetters(rng, 30 + rng.Below(300));
+      break;
     case 1: {
       const std::string syllable(Pick(EnglishWords(), rng));
       const int n = 5 + rng.Below(60);
       for (int i = 0; i < n; ++i) s += syllable;
       break;
     }
-    case 2: s = std::string(20 + rng.Below(200), 'a' + rng.Below(26)); break;
+    case 2:
+      s = std::string(20 + rng.Below(200), 'a' + rng.Below(26));
+      break;
     case 3:
       for (int i = 0, n = 20 + rng.Below(200); i < n; ++i) s.push_back('0' + rng.Below(10));
       break;
@@ -219,7 +422,8 @@ std::string LongWordLine(SplitMix64& rng, bool random_code_points) {
       break;
     }
     default:
-      for (int i = 0, n = 20 + rng.Below(100); i < n; ++i) AppendCodePoint(RandomCodePoint(rng), &s);
+      for (int i = 0, n = 20 + rng.Below(100); i < n; ++i)
+        AppendCodePoint(RandomCodePoint(rng), &s);
       break;
   }
   if (rng.Chance(50)) s = std::string(Pick(EnglishWords(), rng)) + " " + s;

@@ -3,13 +3,13 @@
 // hand-built models are also run through spm_encode / spm_decode to check the expectations.
 #include "model/tokenizer/sentencepiece_model.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <iostream>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/status/status.h"
 #include "tests/model/tokenizer/oracle_text.h"
@@ -80,9 +80,8 @@ TEST(SentencePieceModel, KeepsWhitespaceWhenNotRemovingExtraWhitespace) {
 }
 
 TEST(SentencePieceModel, WhitespaceAsSuffix) {
-  spm::ModelProto proto = MakeModelProto({{"hello" + std::string(kSp), -1},
-                                          {"world" + std::string(kSp), -1},
-                                          {"h", -5}});
+  spm::ModelProto proto = MakeModelProto(
+      {{"hello" + std::string(kSp), -1}, {"world" + std::string(kSp), -1}, {"h", -5}});
   proto.mutable_trainer_spec()->set_treat_whitespace_as_suffix(true);
   auto model = Load(proto);
   EXPECT_THAT(model->EncodeToPieces(" hello  world"),
@@ -145,11 +144,11 @@ TEST(SentencePieceModel, ByteFallbackSplitsUnknownCharactersIntoBytes) {
   proto.mutable_trainer_spec()->set_byte_fallback(true);
   auto model = Load(proto);
   const std::vector<std::string> pieces_out = model->EncodeToPieces("h\xC3\xA9 \xE2\x82\xAC");
-  EXPECT_THAT(pieces_out, ElementsAre(Sp("h"), "<0xC3>", "<0xA9>", kSp, "<0xE2>", "<0x82>", "<0xAC>"));
+  EXPECT_THAT(pieces_out,
+              ElementsAre(Sp("h"), "<0xC3>", "<0xA9>", kSp, "<0xE2>", "<0x82>", "<0xAC>"));
   EXPECT_EQ(model->DecodePieces(pieces_out), "h\xC3\xA9 \xE2\x82\xAC");
   // Bytes that do not form a character decode to U+FFFD, one per byte.
-  EXPECT_EQ(model->DecodePieces({"<0xE2>", "<0x82>", Sp("h")}),
-            "\xEF\xBF\xBD\xEF\xBF\xBD h");
+  EXPECT_EQ(model->DecodePieces({"<0xE2>", "<0x82>", Sp("h")}), "\xEF\xBF\xBD\xEF\xBF\xBD h");
 }
 
 TEST(SentencePieceModel, DecodeRoundTripsNormalizedText) {
@@ -184,7 +183,8 @@ TEST(SentencePieceModel, LongInputIsLinear) {
   auto model = Load(WordsProto());
   std::string text;
   SplitMix64 rng(1);
-  while (text.size() < 2'000'000) text += rng.Chance(20) ? ' ' : static_cast<char>('a' + rng.Below(26));
+  while (text.size() < 2'000'000)
+    text += rng.Chance(20) ? ' ' : static_cast<char>('a' + rng.Below(26));
   const auto start = std::chrono::steady_clock::now();
   const size_t n = model->EncodeToPieces(text).size();
   const double seconds =
@@ -230,7 +230,8 @@ TEST(SentencePieceModelErrors, InvalidPieceTables) {
   no_pieces.clear_pieces();
   expect_error(no_pieces, "no pieces");
   spm::ModelProto bad_charsmap = WordsProto();
-  bad_charsmap.mutable_normalizer_spec()->set_precompiled_charsmap(std::string("\xFF\xFF\x00\x00xx", 6));
+  bad_charsmap.mutable_normalizer_spec()->set_precompiled_charsmap(
+      std::string("\xFF\xFF\x00\x00xx", 6));
   expect_error(bad_charsmap, "precompiled_charsmap");
 }
 
@@ -265,8 +266,8 @@ class TrainedModelTest : public ::testing::Test {
     if (!missing_tools_->empty()) return;
     dir_ = new ScratchDir("transerve-spm-unit");
     WriteLines(dir_->File("corpus.txt"), GenerateTrainingCorpus(11, 600));
-    train_error_ = new std::string(TrainSpmModel(
-        dir_->path(), "m", dir_->File("corpus.txt"), "--vocab_size=400 --hard_vocab_limit=false"));
+    train_error_ = new std::string(TrainSpmModel(dir_->path(), "m", dir_->File("corpus.txt"),
+                                                 "--vocab_size=400 --hard_vocab_limit=false"));
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -307,7 +308,8 @@ TEST_F(TrainedModelTest, EveryTruncationIsAnError) {
   for (size_t n = bytes.size() - 300; n < bytes.size(); ++n) cuts.push_back(n);
   for (size_t n = 300; n < bytes.size() - 300; n += 97) cuts.push_back(n);
   for (const size_t n : cuts) {
-    auto model = SentencePieceModel::LoadFromSerialized(std::string_view(bytes).substr(0, n), "cut");
+    auto model =
+        SentencePieceModel::LoadFromSerialized(std::string_view(bytes).substr(0, n), "cut");
     EXPECT_FALSE(model.ok()) << "prefix of " << n << " bytes loaded";
     if (!model.ok()) {
       EXPECT_THAT(std::string(model.status().message()), HasSubstr("cut"));
@@ -324,8 +326,9 @@ TEST_F(TrainedModelTest, CorruptBytesNeverCrash) {
     std::string corrupt = bytes;
     // Mostly hit the charsmap (the tail of the file), sometimes anywhere.
     for (int k = 0, n = 1 + rng.Below(8); k < n; ++k) {
-      const size_t pos = rng.Chance(70) ? corrupt.size() - 1 - rng.Below(std::min<size_t>(corrupt.size(), 200000))
-                                        : rng.Below(corrupt.size());
+      const size_t pos =
+          rng.Chance(70) ? corrupt.size() - 1 - rng.Below(std::min<size_t>(corrupt.size(), 200000))
+                         : rng.Below(corrupt.size());
       corrupt[pos] = static_cast<char>(rng.Below(256));
     }
     auto model = SentencePieceModel::LoadFromSerialized(corrupt, "corrupt");
@@ -360,24 +363,49 @@ TEST(SentencePieceModelVsSpmTools, HandBuiltModelsAgree) {
     models.emplace_back("unused", p);
     models.emplace_back("tie", MakeModelProto({{Sp("ab"), -2}, {Sp("a"), -1}, {"b", -1}}));
     // Scores all positive: user-defined pieces then get length * max_score - 0.1.
-    models.emplace_back("positive", MakeModelProto({{Sp("ab"), 2}, {"<u>", 0, Type::USER_DEFINED},
-                                                    {"a", 1}, {"b", 1}, {"<", 0.5}, {"u>", 1.6}}));
+    models.emplace_back("positive", MakeModelProto({{Sp("ab"), 2},
+                                                    {"<u>", 0, Type::USER_DEFINED},
+                                                    {"a", 1},
+                                                    {"b", 1},
+                                                    {"<", 0.5},
+                                                    {"u>", 1.6}}));
     // All scores negative: max_score stays FLT_MIN, a user-defined piece scores about -0.1 and
     // loses to a better split of its characters.
-    models.emplace_back("uds_loses", MakeModelProto({{kSp, -0.01f}, {"a", -0.01f}, {"b", -0.01f},
-                                                     {"ab", 0, Type::USER_DEFINED}}));
-    models.emplace_back("user", MakeModelProto({{Sp("hello"), -1}, {"<sep>", 0, Type::USER_DEFINED},
-                                                {"o<", -0.5}, {"l", -1}, {kSp, -1}}));
+    models.emplace_back(
+        "uds_loses",
+        MakeModelProto(
+            {{kSp, -0.01f}, {"a", -0.01f}, {"b", -0.01f}, {"ab", 0, Type::USER_DEFINED}}));
+    models.emplace_back("user", MakeModelProto({{Sp("hello"), -1},
+                                                {"<sep>", 0, Type::USER_DEFINED},
+                                                {"o<", -0.5},
+                                                {"l", -1},
+                                                {kSp, -1}}));
     std::vector<PieceSpec> bytes = {{Sp("h"), -1}, {kSp, -2}, {"a", -1}};
     for (const PieceSpec& b : BytePieceSpecs()) bytes.push_back(b);
     p = MakeModelProto(bytes);
     p.mutable_trainer_spec()->set_byte_fallback(true);
     models.emplace_back("bytes", p);
   }
-  const std::vector<std::string> lines = {
-      "hello world", "   hello     world  ", "", "  ", "hello  world ", "hello zzz world", "xax",
-      "日本", "hello\xFFworld", "\xE2\x82 a", "hello<sep>world", "ab", "a b ab abab", "<u><u>ab<",
-      "h\xC3\xA9 \xE2\x82\xAC", "hellohello", "\t hello", "a\xE2\x96\x81" "b", "helloo<sep<sep>"};
+  const std::vector<std::string> lines = {"hello world",
+                                          "   hello     world  ",
+                                          "",
+                                          "  ",
+                                          "hello  world ",
+                                          "hello zzz world",
+                                          "xax",
+                                          "日本",
+                                          "hello\xFFworld",
+                                          "\xE2\x82 a",
+                                          "hello<sep>world",
+                                          "ab",
+                                          "a b ab abab",
+                                          "<u><u>ab<",
+                                          "h\xC3\xA9 \xE2\x82\xAC",
+                                          "hellohello",
+                                          "\t hello",
+                                          "a\xE2\x96\x81"
+                                          "b",
+                                          "helloo<sep<sep>"};
   WriteLines(dir.File("lines.txt"), lines);
   for (const auto& [name, proto] : models) {
     const std::string path = dir.File(name + ".model");
@@ -402,7 +430,8 @@ TEST(SentencePieceModelVsSpmTools, HandBuiltModelsAgree) {
         joined += pieces[k];
       }
       EXPECT_EQ(joined, expected[i]) << name << ": [" << Escape(lines[i]) << "]";
-      EXPECT_EQ((*model)->DecodePieces(pieces), decoded[i]) << name << ": [" << Escape(lines[i]) << "]";
+      EXPECT_EQ((*model)->DecodePieces(pieces), decoded[i])
+          << name << ": [" << Escape(lines[i]) << "]";
     }
   }
 }

@@ -3,13 +3,13 @@
 // --output_format=piece` gives on 20,000 generated lines, and our DecodePieces exactly what
 // `spm_decode --input_format=piece` gives (on those pieces and on random piece sequences).
 // The spm tools run as separate processes; nothing from SentencePiece is linked in.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "model/tokenizer/sentencepiece_model.h"
 #include "tests/model/tokenizer/oracle_text.h"
@@ -59,7 +59,8 @@ const OracleConfig kConfigs[] = {
     {"nmt_nfkc_keep_whitespace",
      "--remove_extra_whitespaces=false --allow_whitespace_only_pieces=true"},
     {"identity_raw",
-     "--normalization_rule_name=identity --add_dummy_prefix=false --remove_extra_whitespaces=false"},
+     "--normalization_rule_name=identity --add_dummy_prefix=false "
+     "--remove_extra_whitespaces=false"},
     {"nfkc_no_dummy_prefix_keep_whitespace",
      "--normalization_rule_name=nfkc --add_dummy_prefix=false --remove_extra_whitespaces=false"},
     {"user_defined_symbols",
@@ -126,10 +127,27 @@ std::vector<std::string> RandomPieceLines(const SentencePieceModel& model, uint6
     const std::string& p = model.IdToPiece(id);
     if (p.find_first_of(" \n") == std::string::npos && p != "<0x0A>") pool.push_back(p);
   }
-  for (const char* extra :
-       {"<unk>", "<s>", "</s>", "xyz\xE2\x96\x81" "abc", "\xE2\x96\x81\xE2\x96\x81", "\xE2\x96\x81",
-        "\xE2\x81\x87", "<0x41>", "<0xE3>", "<0x81>", "<0x82>", "<0xFF>", "<0x20>", "<0x7a>",
-        "<0xC3>", "<0xA9>", "\xE2\x96\x81<0x41>", "<ctrl>", "<sep>", "\xEF\xBF\xBD"}) {
+  for (const char* extra : {"<unk>",
+                            "<s>",
+                            "</s>",
+                            "xyz\xE2\x96\x81"
+                            "abc",
+                            "\xE2\x96\x81\xE2\x96\x81",
+                            "\xE2\x96\x81",
+                            "\xE2\x81\x87",
+                            "<0x41>",
+                            "<0xE3>",
+                            "<0x81>",
+                            "<0x82>",
+                            "<0xFF>",
+                            "<0x20>",
+                            "<0x7a>",
+                            "<0xC3>",
+                            "<0xA9>",
+                            "\xE2\x96\x81<0x41>",
+                            "<ctrl>",
+                            "<sep>",
+                            "\xEF\xBF\xBD"}) {
     pool.push_back(extra);
   }
   SplitMix64 rng(seed);
@@ -170,9 +188,8 @@ TEST_P(SpmOracleTest, PiecesAndDecodingMatchSpmTools) {
   // The references, from the CLI tools.
   const std::string pieces_path = dir_->File(name + ".pieces");
   const std::string decoded_path = dir_->File(name + ".decoded");
-  ASSERT_EQ(RunShell("spm_encode --model=" + ShellQuote(model_path) +
-                     " --output_format=piece < " + ShellQuote(dir_->File("lines.txt")) + " > " +
-                     ShellQuote(pieces_path)),
+  ASSERT_EQ(RunShell("spm_encode --model=" + ShellQuote(model_path) + " --output_format=piece < " +
+                     ShellQuote(dir_->File("lines.txt")) + " > " + ShellQuote(pieces_path)),
             0);
   ASSERT_EQ(RunShell("spm_decode --model=" + ShellQuote(model_path) + " --input_format=piece < " +
                      ShellQuote(pieces_path) + " > " + ShellQuote(decoded_path)),
@@ -231,8 +248,8 @@ TEST_P(SpmOracleTest, PiecesAndDecodingMatchSpmTools) {
   }
 
   std::cout << "[  oracle  ] " << name << ": encode " << encode_matched << "/" << lines_->size()
-            << " lines identical to spm_encode, decode " << decode_matched << "/"
-            << lines_->size() << " and " << random_matched << "/" << piece_lines.size()
+            << " lines identical to spm_encode, decode " << decode_matched << "/" << lines_->size()
+            << " and " << random_matched << "/" << piece_lines.size()
             << " random piece lines identical to spm_decode\n";
   RecordProperty("encode_matched", encode_matched);
   RecordProperty("decode_matched", decode_matched);
