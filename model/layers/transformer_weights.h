@@ -8,6 +8,7 @@
 
 #include "model/core/activation.h"
 #include "model/core/tensor.h"
+#include "model/ops/ops.h"
 
 namespace transerve {
 
@@ -30,6 +31,9 @@ struct TransformerConfig {
 struct LinearWeights {
   Tensor weight;  // [out, in]
   Tensor bias;    // [out]
+  // The same weight packed for few-row products (decoder layers and the output projection;
+  // made by PackDecoderWeights). Empty elsewhere.
+  ops::PackedMatrix packed;
 };
 
 struct LayerNormWeights {

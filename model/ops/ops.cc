@@ -28,6 +28,13 @@ std::string BlasDescription() { return cpu::BlasDescription(); }
 namespace {
 bool gemm_counters_enabled = false;
 GemmCounters gemm_counters;
+
+void Record(std::chrono::steady_clock::time_point start, int64_t m, int64_t k, int64_t n) {
+  gemm_counters.seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  gemm_counters.flops += 2.0 * static_cast<double>(m) * k * n;
+  ++gemm_counters.calls;
+}
 }  // namespace
 
 void EnableGemmCounters(bool enabled) { gemm_counters_enabled = enabled; }
@@ -42,16 +49,22 @@ void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float bet
   }
   const auto start = std::chrono::steady_clock::now();
   cpu::Gemm(a, b, trans_b, alpha, beta, c);
-  gemm_counters.seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  gemm_counters.flops += 2.0 * static_cast<double>(a.dim(0)) * a.dim(1) * c->dim(1);
-  ++gemm_counters.calls;
+  Record(start, a.dim(0), a.dim(1), c->dim(1));
+}
+
+PackedMatrix PackMatrix(const Tensor& weight) {
+  RequireCpu(weight.device(), "PackMatrix");
+  return cpu::PackMatrix(weight);
 }
 
 void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation activation,
-            Tensor* y) {
+            Tensor* y, const PackedMatrix* packed) {
   RequireCpu(x.device(), "Linear");
-  if (bias.empty()) {
+  if (packed != nullptr && !packed->empty() && x.dim(0) <= PackedMatrix::kMaxRows) {
+    const auto start = std::chrono::steady_clock::now();
+    cpu::PackedProduct(x, *packed, bias, y);
+    if (gemm_counters_enabled) Record(start, x.dim(0), x.dim(1), packed->rows);
+  } else if (bias.empty()) {
     Gemm(x, weight, /*trans_b=*/true, 1.0f, 0.0f, y);
   } else {
     // The GEMM accumulates onto rows pre-filled with the bias: one pass less over y.

@@ -41,9 +41,25 @@ GemmCounters ReadGemmCounters();
 // [K, N]; c: [M, N] (must already have that shape when beta != 0, else it is resized).
 void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float beta, Tensor* c);
 
+// A weight matrix [N, K] (nn.Linear layout) rearranged for products with few rows, as in a
+// decoder step: panels of kPanelWidth output features, [ceil(N / width)][K][width], zero-padded.
+// The plain GEMM re-packs its weight operand on every call, which costs as much as the
+// arithmetic when the batch has tens of rows; a packed copy is made once, at load time.
+struct PackedMatrix {
+  static constexpr int kPanelWidth = 32;
+  // Products with more rows than this go to the BLAS GEMM, which is faster there.
+  static constexpr int64_t kMaxRows = 160;
+  Tensor panels;
+  int64_t rows = 0;  // N
+  int64_t cols = 0;  // K
+  bool empty() const { return panels.empty(); }
+};
+PackedMatrix PackMatrix(const Tensor& weight);
+
 // y = activation(x · weightᵀ + bias). x: [M, K], weight: [N, K], bias: [N] or empty; y -> [M, N].
+// With a packed copy of the weight (and few rows) the product uses it.
 void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation activation,
-            Tensor* y);
+            Tensor* y, const PackedMatrix* packed = nullptr);
 
 // out = LayerNorm(x + residual) * gamma + beta over the last axis (biased variance).
 // `out` may alias `x` or `residual`.

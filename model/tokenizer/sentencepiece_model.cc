@@ -3,6 +3,7 @@
 // PopulateSentencePieceText) and DecodePieces.
 #include "model/tokenizer/sentencepiece_model.h"
 
+#include <array>
 #include <climits>
 #include <utility>
 
@@ -161,7 +162,6 @@ absl::Status SentencePieceModel::Init(const spm::ModelProto& proto, std::string_
         const int byte = PieceToByte(piece);
         if (byte < 0) return error("byte piece \"", piece, "\" is not of the form <0xXX>");
         byte_seen[byte] = true;
-        byte_ids_[byte] = id;
         break;
       }
       default:

@@ -4,7 +4,6 @@
 #ifndef TRANSERVE_MODEL_TOKENIZER_SENTENCEPIECE_MODEL_H_
 #define TRANSERVE_MODEL_TOKENIZER_SENTENCEPIECE_MODEL_H_
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -56,6 +55,7 @@ class SentencePieceModel {
   // The piece's id, or the unk id when it is not in the vocabulary (as PieceToId).
   int32_t PieceToId(std::string_view piece) const;
   int32_t piece_size() const { return static_cast<int32_t>(pieces_.size()); }
+  // `id` must be in [0, piece_size()).
   const std::string& IdToPiece(int32_t id) const { return pieces_[id]; }
   int32_t unk_id() const { return unk_id_; }
 
@@ -79,7 +79,6 @@ class SentencePieceModel {
   std::unique_ptr<Normalizer> denormalizer_;  // only when the model has decode rules
   int32_t unk_id_ = -1;
   bool byte_fallback_ = false;
-  std::array<int32_t, 256> byte_ids_{};        // id of <0xXX> when byte_fallback_
   bool strip_leading_space_on_decode_ = true;  // add_dummy_prefix || remove_extra_whitespaces
   bool remove_extra_whitespaces_ = true;
   std::string unk_surface_;

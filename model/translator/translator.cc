@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "model/core/logging.h"
+#include "model/core/thread_pool.h"
 #include "model/layers/encoder.h"
 #include "model/ops/ops.h"
 
@@ -56,6 +57,7 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
                           ? options.num_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ops::SetNumThreads(threads);
+  ThreadPool::SetEngineThreads(threads);
   const int64_t block_bytes = 2 * kKvBlockPositions * c.d_model * sizeof(float);
   t->kv_pool_ = std::make_unique<KvBlockPool>(
       c.d_model, t->device_,

@@ -11,6 +11,9 @@ void SetNumThreads(int threads);
 int GetNumThreads();
 std::string BlasDescription();
 void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float beta, Tensor* c);
+PackedMatrix PackMatrix(const Tensor& weight);
+// y = x · weightᵀ + bias with the packed weight; y -> [M, N].
+void PackedProduct(const Tensor& x, const PackedMatrix& weight, const Tensor& bias, Tensor* y);
 // y -> [rows, N] with every row a copy of `row` ([N]).
 void BroadcastRows(const Tensor& row, int64_t rows, Tensor* y);
 // y = activation(y), element-wise.

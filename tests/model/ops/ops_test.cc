@@ -53,6 +53,39 @@ TEST(Gemm, MatchesNaiveWithTransposedAndPlainB) {
   ExpectClose(c.f32(), twice, 1e-5f, 1e-5f);
 }
 
+TEST(PackedLinear, MatchesNaiveForEveryRowBlockAndPartialPanels) {
+  std::mt19937 rng(5);
+  const Tensor w = RandomTensor({77, 40}, rng, 0.5f);  // 77 = two full panels and a partial one
+  const Tensor bias = RandomTensor({77}, rng);
+  const ops::PackedMatrix packed = ops::PackMatrix(w);
+  for (int64_t m : {1, 2, 3, 5, 8, 13, 31}) {  // exercises the 8-, 4-, 2- and 1-row blocks
+    const Tensor x = RandomTensor({m, 40}, rng);
+    Tensor y;
+    ops::Linear(x, w, bias, Activation::kSwish, &y, &packed);
+    ASSERT_EQ(y.shape(), (std::vector<int64_t>{m, 77}));
+    std::vector<float> want = NaiveMatmulTransB(x, w);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < 77; ++j) {
+        const double v = want[i * 77 + j] + bias.f32()[j];
+        want[i * 77 + j] = static_cast<float>(v / (1 + std::exp(-v)));
+      }
+    ExpectClose(y.f32(), want, 2e-5f, 2e-5f);
+  }
+}
+
+TEST(PackedLinear, RowResultDoesNotDependOnTheOtherRows) {
+  std::mt19937 rng(6);
+  const Tensor w = RandomTensor({64, 48}, rng);
+  const ops::PackedMatrix packed = ops::PackMatrix(w);
+  const Tensor x = RandomTensor({11, 48}, rng);
+  Tensor all, one;
+  ops::Linear(x, w, Tensor(), Activation::kIdentity, &all, &packed);
+  for (int64_t r = 0; r < 11; ++r) {
+    ops::Linear(x.Rows(r, r + 1), w, Tensor(), Activation::kIdentity, &one, &packed);
+    for (int64_t j = 0; j < 64; ++j) ASSERT_EQ(one.f32()[j], all.f32()[r * 64 + j]);
+  }
+}
+
 float NaiveActivation(Activation act, float x) {
   const double v = x;
   switch (act) {
