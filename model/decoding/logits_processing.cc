@@ -52,21 +52,30 @@ void TopTokens(std::span<const float> logits, const SpecialTokens& special, Step
     out->push_back({special.eos, 0.0f});
     return;
   }
-  // Keep the k best raw logits in a small array sorted best first; most tokens fail the
-  // threshold test and cost one comparison.
+  // Keep the k best raw logits in a small array sorted best first. Blocks whose maximum does not
+  // beat the k-th best so far are skipped with one vectorised max; the rest go token by token.
   std::vector<std::pair<float, int32_t>> best;
   best.reserve(static_cast<size_t>(k) + 1);
   float threshold = -std::numeric_limits<float>::infinity();
-  const int32_t n = static_cast<int32_t>(logits.size());
-  for (int32_t t = 0; t < n; ++t) {
-    const float v = logits[t];
-    if (static_cast<int>(best.size()) == k && !(v > threshold)) continue;
-    if (!Allowed(t, special, rule)) continue;
+  auto consider = [&](int32_t t, float v) {
+    if (static_cast<int>(best.size()) == k && !(v > threshold)) return;
+    if (!Allowed(t, special, rule)) return;
     auto pos = std::find_if(best.begin(), best.end(), [v](const auto& e) { return v > e.first; });
     best.insert(pos, {v, t});
     if (static_cast<int>(best.size()) > k) best.pop_back();
     if (static_cast<int>(best.size()) == k) threshold = best.back().first;
+  };
+  constexpr int32_t kBlock = 256;
+  const int32_t n = static_cast<int32_t>(logits.size());
+  const float* x = logits.data();
+  int32_t t = 0;
+  for (; t + kBlock <= n; t += kBlock) {
+    if (static_cast<int>(best.size()) == k && !(ops::cpu::MaxOf(x + t, kBlock) > threshold)) {
+      continue;
+    }
+    for (int32_t i = t; i < t + kBlock; ++i) consider(i, x[i]);
   }
+  for (; t < n; ++t) consider(t, x[t]);
   const float normalizer = LogNormalizer(logits, special, rule);
   for (const auto& [value, token] : best) out->push_back({token, value - normalizer});
 }

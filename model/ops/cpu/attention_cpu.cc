@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "model/core/thread_pool.h"
 #include "model/ops/cpu/cpu_ops.h"
 #include "model/ops/cpu/vector_math.h"
 
@@ -80,21 +81,25 @@ void PackedSelfAttention(const Tensor& qkv, std::span<const int32_t> offsets, in
   for (size_t b = 0; b + 1 < offsets.size(); ++b) {
     longest = std::max(longest, offsets[b + 1] - offsets[b]);
   }
-  std::vector<float> scores(static_cast<size_t>(longest));
   const float* base = qkv.f32();
   const int64_t row = 3 * d;
-  for (size_t b = 0; b + 1 < offsets.size(); ++b) {
-    const int32_t begin = offsets[b];
-    const int32_t length = offsets[b + 1] - begin;
-    for (int h = 0; h < heads; ++h) {
-      const KvSegment seg{base + begin * row + d + h * hd, base + begin * row + 2 * d + h * hd,
-                          length, row};
-      for (int32_t t = 0; t < length; ++t) {
-        AttendOne(base + (begin + t) * row + h * hd, &seg, 1, hd, scale,
-                  out->f32() + (begin + t) * d + h * hd, scores.data());
+  float* dst = out->f32();
+  ThreadPool::Engine().ParallelFor(static_cast<int64_t>(offsets.size()) - 1, [&](int64_t first,
+                                                                                 int64_t last) {
+    std::vector<float> scores(static_cast<size_t>(longest));
+    for (int64_t b = first; b < last; ++b) {
+      const int32_t begin = offsets[b];
+      const int32_t length = offsets[b + 1] - begin;
+      for (int h = 0; h < heads; ++h) {
+        const KvSegment seg{base + begin * row + d + h * hd, base + begin * row + 2 * d + h * hd,
+                            length, row};
+        for (int32_t t = 0; t < length; ++t) {
+          AttendOne(base + (begin + t) * row + h * hd, &seg, 1, hd, scale,
+                    dst + (begin + t) * d + h * hd, scores.data());
+        }
       }
     }
-  }
+  });
 }
 
 bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache* const> caches,
@@ -104,34 +109,39 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
   const int hd = HeadDim(d, heads);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   out->Resize({rows, d});
-  std::vector<KvSegment> segments;
-  std::vector<float> scores;
+  // Appending touches the shared block pool: done in order here, then rows attend in parallel.
   for (int64_t r = 0; r < rows; ++r) {
-    SequenceKvCache& cache = *caches[r];
     const float* row = qkv.f32() + r * 3 * d;
     float* key_row = nullptr;
     float* value_row = nullptr;
-    if (!cache.PrepareAppend(layer, &key_row, &value_row)) return false;
+    if (!caches[r]->PrepareAppend(layer, &key_row, &value_row)) return false;
     std::memcpy(key_row, row + d, d * sizeof(float));
     std::memcpy(value_row, row + 2 * d, d * sizeof(float));
-
-    const int32_t positions = cache.length() + 1;  // the step is committed after all layers
-    const std::vector<int32_t>& blocks = cache.blocks(layer);
-    const KvBlockPool& pool = cache.pool();
-    scores.resize(static_cast<size_t>(positions));
-    for (int h = 0; h < heads; ++h) {
-      segments.clear();
-      int32_t remaining = positions;
-      for (int32_t block : blocks) {
-        const int32_t count = std::min(remaining, kKvBlockPositions);
-        segments.push_back({pool.keys(block) + h * hd, pool.values(block) + h * hd, count, d});
-        remaining -= count;
-        if (remaining == 0) break;
-      }
-      AttendOne(row + h * hd, segments.data(), static_cast<int>(segments.size()), hd, scale,
-                out->f32() + r * d + h * hd, scores.data());
-    }
   }
+  ThreadPool::Engine().ParallelFor(rows, [&](int64_t first, int64_t last) {
+    std::vector<KvSegment> segments;
+    std::vector<float> scores;
+    for (int64_t r = first; r < last; ++r) {
+      const SequenceKvCache& cache = *caches[r];
+      const int32_t positions = cache.length() + 1;  // the step is committed after all layers
+      const std::vector<int32_t>& blocks = cache.blocks(layer);
+      const KvBlockPool& pool = cache.pool();
+      scores.resize(static_cast<size_t>(positions));
+      for (int h = 0; h < heads; ++h) {
+        segments.clear();
+        int32_t remaining = positions;
+        for (int32_t block : blocks) {
+          const int32_t count = std::min(remaining, kKvBlockPositions);
+          segments.push_back({pool.keys(block) + h * hd, pool.values(block) + h * hd, count, d});
+          remaining -= count;
+          if (remaining == 0) break;
+        }
+        AttendOne(qkv.f32() + r * 3 * d + h * hd, segments.data(),
+                  static_cast<int>(segments.size()), hd, scale, out->f32() + r * d + h * hd,
+                  scores.data());
+      }
+    }
+  });
   return true;
 }
 
@@ -142,18 +152,20 @@ void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> 
   const int hd = HeadDim(d, heads);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   out->Resize({rows, d});
-  std::vector<float> scores;
-  for (int64_t r = 0; r < rows; ++r) {
-    const CrossKv& source = *sources[r];
-    const int64_t stride = source.kv.dim(1);
-    const float* keys = source.kv.f32() + layer * 2 * d;
-    scores.resize(static_cast<size_t>(source.length()));
-    for (int h = 0; h < heads; ++h) {
-      const KvSegment seg{keys + h * hd, keys + d + h * hd, source.length(), stride};
-      AttendOne(q.f32() + r * d + h * hd, &seg, 1, hd, scale, out->f32() + r * d + h * hd,
-                scores.data());
+  ThreadPool::Engine().ParallelFor(rows, [&](int64_t first, int64_t last) {
+    std::vector<float> scores;
+    for (int64_t r = first; r < last; ++r) {
+      const CrossKv& source = *sources[r];
+      const int64_t stride = source.kv.dim(1);
+      const float* keys = source.kv.f32() + layer * 2 * d;
+      scores.resize(static_cast<size_t>(source.length()));
+      for (int h = 0; h < heads; ++h) {
+        const KvSegment seg{keys + h * hd, keys + d + h * hd, source.length(), stride};
+        AttendOne(q.f32() + r * d + h * hd, &seg, 1, hd, scale, out->f32() + r * d + h * hd,
+                  scores.data());
+      }
     }
-  }
+  });
 }
 
 void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions) {
