@@ -7,11 +7,10 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -175,10 +174,11 @@ int Run() {
                          {"gemm_gflops", gemm_gflops}});
     }
   }
-  std::printf("sgemm peak (2048^3, %d threads): %.1f GFLOP/s; encoder GEMMs at batch %d: "
-              "%.1f GFLOP/s = %.0f%% of peak; peak RSS %.0f MB\n%s\n",
-              ops::GetNumThreads(), peak, max_batch, encoder_gflops,
-              100 * encoder_gflops / peak, PeakRssBytes() / 1e6, ops::BlasDescription().c_str());
+  std::printf(
+      "sgemm peak (2048^3, %d threads): %.1f GFLOP/s; encoder GEMMs at batch %d: "
+      "%.1f GFLOP/s = %.0f%% of peak; peak RSS %.0f MB\n%s\n",
+      ops::GetNumThreads(), peak, max_batch, encoder_gflops, 100 * encoder_gflops / peak,
+      PeakRssBytes() / 1e6, ops::BlasDescription().c_str());
   const std::string json_path = absl::GetFlag(FLAGS_json);
   if (!json_path.empty()) {
     nlohmann::json out{{"engine", "transerve"},

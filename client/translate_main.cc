@@ -1,10 +1,9 @@
 // transerve-translate: offline translation, one sentence per line on stdin, one line per
 // sentence on stdout, in input order (docs/architecture.md section 2).
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"

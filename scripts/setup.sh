@@ -8,7 +8,7 @@ BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-dev nlohmann-json3-dev libspdlog-dev
+  libopenblas-dev nlohmann-json3-dev libspdlog-dev clang-format
 )
 # Tools: the PyTorch reference, fixture generation, tokenizer oracle (outside the C++ process).
 TOOL_PACKAGES=(

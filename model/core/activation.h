@@ -15,11 +15,16 @@ enum class Activation {
 
 inline std::string_view ActivationName(Activation a) {
   switch (a) {
-    case Activation::kIdentity: return "identity";
-    case Activation::kSwish: return "swish";
-    case Activation::kRelu: return "relu";
-    case Activation::kGelu: return "gelu";
-    case Activation::kGeluTanh: return "gelu_new";
+    case Activation::kIdentity:
+      return "identity";
+    case Activation::kSwish:
+      return "swish";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kGelu:
+      return "gelu";
+    case Activation::kGeluTanh:
+      return "gelu_new";
   }
   return "unknown";
 }

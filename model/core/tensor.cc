@@ -89,7 +89,9 @@ int64_t Tensor::dim(int axis) const {
   return shape_.at(static_cast<size_t>(axis));
 }
 
-std::string Tensor::ShapeString() const { return absl::StrCat("[", absl::StrJoin(shape_, ", "), "]"); }
+std::string Tensor::ShapeString() const {
+  return absl::StrCat("[", absl::StrJoin(shape_, ", "), "]");
+}
 
 Tensor Tensor::Reshape(std::vector<int64_t> shape) const {
   if (NumElements(shape) != numel_) {

@@ -7,8 +7,8 @@ namespace transerve {
 namespace {
 
 std::unique_ptr<ThreadPool>& EnginePool() {
-  static std::unique_ptr<ThreadPool> pool =
-      std::make_unique<ThreadPool>(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  static std::unique_ptr<ThreadPool> pool = std::make_unique<ThreadPool>(
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   return pool;
 }
 

@@ -9,8 +9,7 @@
 namespace transerve {
 
 BeamSearch::BeamSearch(const DecodingOptions& options, const SpecialTokens& special,
-                       std::shared_ptr<const CrossKv> source, KvBlockPool* pool,
-                       int decoder_layers)
+                       std::shared_ptr<const CrossKv> source, KvBlockPool* pool, int decoder_layers)
     : options_(options), special_(special), source_(std::move(source)) {
   // HF starts with `beams` copies of which only the first is live (the others score -1e9), so
   // the first step expands one hypothesis; we simply start with one.
@@ -32,9 +31,8 @@ float BeamSearch::Normalized(float sum_log_probs, int length) const {
 
 void BeamSearch::AddFinished(Hypothesis hypothesis) {
   // Earlier entries win ties, as in HF's concatenate-then-topk merge.
-  auto pos = std::find_if(finished_.begin(), finished_.end(), [&](const Hypothesis& h) {
-    return hypothesis.score > h.score;
-  });
+  auto pos = std::find_if(finished_.begin(), finished_.end(),
+                          [&](const Hypothesis& h) { return hypothesis.score > h.score; });
   finished_.insert(pos, std::move(hypothesis));
   if (static_cast<int>(finished_.size()) > options_.beam_size) finished_.pop_back();
 }

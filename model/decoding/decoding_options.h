@@ -18,7 +18,7 @@ struct DecodingOptions {
 
 // The ids the search treats specially (from the model's config).
 struct SpecialTokens {
-  int32_t pad = 0;            // never generated (excluded from the softmax)
+  int32_t pad = 0;  // never generated (excluded from the softmax)
   int32_t eos = 0;
   int32_t decoder_start = 0;  // first decoder input (Marian: the pad id)
 };

@@ -28,8 +28,8 @@ bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weigh
                    weights.position_table, &x);
   for (int l = 0; l < config.decoder_layers; ++l) {
     const DecoderLayerWeights& layer = weights.decoder[l];
-    ops::Linear(x, layer.self_qkv.weight, layer.self_qkv.bias, Activation::kIdentity,
-                &ws->qkv, &layer.self_qkv.packed);
+    ops::Linear(x, layer.self_qkv.weight, layer.self_qkv.bias, Activation::kIdentity, &ws->qkv,
+                &layer.self_qkv.packed);
     if (!ops::CachedSelfAttention(ws->qkv, l, caches, config.decoder_heads, &ws->context)) {
       return false;
     }
@@ -38,16 +38,16 @@ bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weigh
     ops::AddLayerNorm(x, ws->projected, layer.self_attn_norm.gamma, layer.self_attn_norm.beta,
                       config.layer_norm_eps, &x);
 
-    ops::Linear(x, layer.cross_q.weight, layer.cross_q.bias, Activation::kIdentity,
-                &ws->query, &layer.cross_q.packed);
+    ops::Linear(x, layer.cross_q.weight, layer.cross_q.bias, Activation::kIdentity, &ws->query,
+                &layer.cross_q.packed);
     ops::CrossAttention(ws->query, l, sources, config.decoder_heads, &ws->context);
     ops::Linear(ws->context, layer.cross_out.weight, layer.cross_out.bias, Activation::kIdentity,
                 &ws->projected, &layer.cross_out.packed);
     ops::AddLayerNorm(x, ws->projected, layer.cross_attn_norm.gamma, layer.cross_attn_norm.beta,
                       config.layer_norm_eps, &x);
 
-    ops::Linear(x, layer.fc1.weight, layer.fc1.bias, config.activation,
-                &ws->ffn_hidden, &layer.fc1.packed);
+    ops::Linear(x, layer.fc1.weight, layer.fc1.bias, config.activation, &ws->ffn_hidden,
+                &layer.fc1.packed);
     ops::Linear(ws->ffn_hidden, layer.fc2.weight, layer.fc2.bias, Activation::kIdentity,
                 &ws->projected, &layer.fc2.packed);
     ops::AddLayerNorm(x, ws->projected, layer.final_norm.gamma, layer.final_norm.beta,

@@ -12,9 +12,9 @@
 namespace transerve {
 
 struct DecoderRow {
-  int32_t token;            // input token of this step (the start token at step 0)
-  SequenceKvCache* cache;   // its length is the position of `token`
-  const CrossKv* source;    // the encoded source this row attends to
+  int32_t token;           // input token of this step (the start token at step 0)
+  SequenceKvCache* cache;  // its length is the position of `token`
+  const CrossKv* source;   // the encoded source this row attends to
 };
 
 // Packs the weights the decoder step multiplies by a few rows at a time (call once, at load).

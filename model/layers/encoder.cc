@@ -5,8 +5,8 @@
 namespace transerve {
 
 void EncodePacked(const TransformerConfig& config, const TransformerWeights& weights,
-                  std::span<const int32_t> ids, std::span<const int32_t> offsets,
-                  Workspace* ws, Tensor* out) {
+                  std::span<const int32_t> ids, std::span<const int32_t> offsets, Workspace* ws,
+                  Tensor* out) {
   ws->positions.clear();
   for (size_t b = 0; b + 1 < offsets.size(); ++b) {
     for (int32_t t = 0; t < offsets[b + 1] - offsets[b]; ++t) ws->positions.push_back(t);

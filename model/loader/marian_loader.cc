@@ -40,8 +40,7 @@ class CheckpointReader {
   absl::StatusOr<Tensor> Read(const std::string& name, std::vector<int64_t> shape) const {
     std::optional<std::string> stored = Resolve(name);
     if (!stored) {
-      return absl::NotFoundError(
-          absl::StrCat(file_.path(), ": missing tensor '", name, "'"));
+      return absl::NotFoundError(absl::StrCat(file_.path(), ": missing tensor '", name, "'"));
     }
     const SafetensorsTensorInfo* info = file_.Find(*stored);
     // A [1, N] bias (final_logits_bias) is accepted where [N] is expected.
@@ -172,10 +171,10 @@ absl::Status CheckStoredPositions(const CheckpointReader& reader, const std::str
   const float tolerance = dtype == "F32" ? 1e-6f : (dtype == "F16" ? 1e-3f : 1e-2f);
   for (int64_t i = 0; i < computed.numel(); ++i) {
     if (std::fabs(stored->f32()[i] - computed.f32()[i]) > tolerance) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": tensor '", name, "' differs from the sinusoidal table at element ", i, " (",
-          stored->f32()[i], " vs ", computed.f32()[i],
-          "); only Marian's fixed sinusoidal positions are supported"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": tensor '", name, "' differs from the sinusoidal table at element ",
+                       i, " (", stored->f32()[i], " vs ", computed.f32()[i],
+                       "); only Marian's fixed sinusoidal positions are supported"));
     }
   }
   return absl::OkStatus();

@@ -30,12 +30,8 @@ class KvBlockPool {
 
   float* keys(int32_t block) { return chunk(block) + offset(block); }
   float* values(int32_t block) { return keys(block) + block_floats_; }
-  const float* keys(int32_t block) const {
-    return const_cast<KvBlockPool*>(this)->keys(block);
-  }
-  const float* values(int32_t block) const {
-    return const_cast<KvBlockPool*>(this)->values(block);
-  }
+  const float* keys(int32_t block) const { return const_cast<KvBlockPool*>(this)->keys(block); }
+  const float* values(int32_t block) const { return const_cast<KvBlockPool*>(this)->values(block); }
 
   int64_t d_model() const { return d_model_; }
   Device device() const { return device_; }

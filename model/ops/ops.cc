@@ -74,8 +74,8 @@ void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activatio
   if (activation != Activation::kIdentity) cpu::Activate(activation, y);
 }
 
-void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma,
-                  const Tensor& beta, float eps, Tensor* out) {
+void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                  float eps, Tensor* out) {
   RequireCpu(x.device(), "AddLayerNorm");
   cpu::AddLayerNorm(x, residual, gamma, beta, eps, out);
 }
@@ -99,8 +99,8 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
   return cpu::CachedSelfAttention(qkv, layer, caches, heads, out);
 }
 
-void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources,
-                    int heads, Tensor* out) {
+void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
+                    Tensor* out) {
   RequireCpu(q.device(), "CrossAttention");
   cpu::CrossAttention(q, layer, sources, heads, out);
 }

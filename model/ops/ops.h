@@ -63,8 +63,8 @@ void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activatio
 
 // out = LayerNorm(x + residual) * gamma + beta over the last axis (biased variance).
 // `out` may alias `x` or `residual`.
-void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma,
-                  const Tensor& beta, float eps, Tensor* out);
+void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                  float eps, Tensor* out);
 
 // out[r] = table[ids[r]] * scale + position_table[positions[r]]; out -> [R, D].
 void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
@@ -85,8 +85,8 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
 
 // Cross-attention for one decoder step: row r's query q[r] ([R, D]) attends its source's keys
 // and values of `layer` in *sources[r]. out -> [R, D].
-void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources,
-                    int heads, Tensor* out);
+void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
+                    Tensor* out);
 
 // Copies the first `positions` key and value rows of block `from` into block `to`.
 void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions);

@@ -61,8 +61,9 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
   const int64_t block_bytes = 2 * kKvBlockPositions * c.d_model * sizeof(float);
   t->kv_pool_ = std::make_unique<KvBlockPool>(
       c.d_model, t->device_,
-      options.kv_cache_max_bytes > 0 ? std::max<int64_t>(1, options.kv_cache_max_bytes / block_bytes)
-                                     : 0);
+      options.kv_cache_max_bytes > 0
+          ? std::max<int64_t>(1, options.kv_cache_max_bytes / block_bytes)
+          : 0);
   Log().info("translator ready on {} ({})", DeviceName(t->device_), ops::BlasDescription());
   return t;
 }
@@ -70,9 +71,9 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
 absl::Status Translator::CheckVocabularySizes() const {
   const MarianConfig& c = model_->config;
   if (tokenizer_->source_vocab_size() != c.vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        model_->model_dir, ": vocab.json has ", tokenizer_->source_vocab_size(),
-        " entries but config.json says vocab_size ", c.vocab_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat(model_->model_dir, ": vocab.json has ", tokenizer_->source_vocab_size(),
+                     " entries but config.json says vocab_size ", c.vocab_size));
   }
   if (tokenizer_->target_vocab_size() != c.decoder_vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -106,15 +107,15 @@ absl::Status Translator::ValidateOptions(const DecodingOptions& o) const {
                                                    "] for this model, got ", o.max_length));
   }
   if (o.min_length < 0 || o.min_length > o.max_length) {
-    return absl::InvalidArgumentError(absl::StrCat("min_length must be in [0, max_length=",
-                                                   o.max_length, "], got ", o.min_length));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "min_length must be in [0, max_length=", o.max_length, "], got ", o.min_length));
   }
   if (!std::isfinite(o.length_penalty)) {
     return absl::InvalidArgumentError("length_penalty must be finite");
   }
   if (o.num_hypotheses < 1 || o.num_hypotheses > o.beam_size) {
-    return absl::InvalidArgumentError(absl::StrCat("num_hypotheses must be in [1, beam_size=",
-                                                   o.beam_size, "], got ", o.num_hypotheses));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_hypotheses must be in [1, beam_size=", o.beam_size, "], got ", o.num_hypotheses));
   }
   return absl::OkStatus();
 }
@@ -128,8 +129,8 @@ absl::StatusOr<std::vector<int32_t>> Translator::Tokenize(std::string_view text,
   if (static_cast<int64_t>(ids->size()) > limit) {
     if (!truncate) {
       return absl::InvalidArgumentError(
-          absl::StrCat("source is ", ids->size(), " tokens (EOS included), longer than the ",
-                       limit, " this model accepts; shorten it or ask for truncation"));
+          absl::StrCat("source is ", ids->size(), " tokens (EOS included), longer than the ", limit,
+                       " this model accepts; shorten it or ask for truncation"));
     }
     ids->resize(static_cast<size_t>(limit));
     ids->back() = special_.eos;
@@ -147,7 +148,8 @@ absl::StatusOr<std::vector<std::shared_ptr<const CrossKv>>> Translator::Encode(
   std::vector<int32_t> offsets{0};
   for (const auto& s : sources) {
     if (s.empty() || static_cast<int64_t>(s.size()) > model_->config.max_position_embeddings) {
-      return absl::InvalidArgumentError(absl::StrCat("source of ", s.size(), " tokens: must be 1 to ",
+      return absl::InvalidArgumentError(absl::StrCat("source of ", s.size(),
+                                                     " tokens: must be 1 to ",
                                                      model_->config.max_position_embeddings));
     }
     for (int32_t id : s) {

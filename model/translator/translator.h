@@ -21,8 +21,8 @@ namespace transerve {
 
 struct TranslatorOptions {
   std::string model_dir;
-  std::string device = "auto";  // auto | cpu | cuda
-  int num_threads = 0;          // GEMM threads; 0 = every core
+  std::string device = "auto";     // auto | cpu | cuda
+  int num_threads = 0;             // GEMM threads; 0 = every core
   int64_t kv_cache_max_bytes = 0;  // 0 = unbounded
   // False loads the model alone (ids in, ids out: benchmarks on checkpoints without
   // SentencePiece files); the text methods then answer FAILED_PRECONDITION.

@@ -84,22 +84,22 @@ void PackedSelfAttention(const Tensor& qkv, std::span<const int32_t> offsets, in
   const float* base = qkv.f32();
   const int64_t row = 3 * d;
   float* dst = out->f32();
-  ThreadPool::Engine().ParallelFor(static_cast<int64_t>(offsets.size()) - 1, [&](int64_t first,
-                                                                                 int64_t last) {
-    std::vector<float> scores(static_cast<size_t>(longest));
-    for (int64_t b = first; b < last; ++b) {
-      const int32_t begin = offsets[b];
-      const int32_t length = offsets[b + 1] - begin;
-      for (int h = 0; h < heads; ++h) {
-        const KvSegment seg{base + begin * row + d + h * hd, base + begin * row + 2 * d + h * hd,
-                            length, row};
-        for (int32_t t = 0; t < length; ++t) {
-          AttendOne(base + (begin + t) * row + h * hd, &seg, 1, hd, scale,
-                    dst + (begin + t) * d + h * hd, scores.data());
+  ThreadPool::Engine().ParallelFor(
+      static_cast<int64_t>(offsets.size()) - 1, [&](int64_t first, int64_t last) {
+        std::vector<float> scores(static_cast<size_t>(longest));
+        for (int64_t b = first; b < last; ++b) {
+          const int32_t begin = offsets[b];
+          const int32_t length = offsets[b + 1] - begin;
+          for (int h = 0; h < heads; ++h) {
+            const KvSegment seg{base + begin * row + d + h * hd,
+                                base + begin * row + 2 * d + h * hd, length, row};
+            for (int32_t t = 0; t < length; ++t) {
+              AttendOne(base + (begin + t) * row + h * hd, &seg, 1, hd, scale,
+                        dst + (begin + t) * d + h * hd, scores.data());
+            }
+          }
         }
-      }
-    }
-  });
+      });
 }
 
 bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache* const> caches,
@@ -145,8 +145,8 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
   return true;
 }
 
-void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources,
-                    int heads, Tensor* out) {
+void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
+                    Tensor* out) {
   const int64_t d = q.dim(1);
   const int64_t rows = q.dim(0);
   const int hd = HeadDim(d, heads);

@@ -38,9 +38,10 @@ void EnsureFastBlasKernel(char** argv) {
   setenv("OPENBLAS_CORETYPE", kernel, 1);
   execv("/proc/self/exe", argv);
   // Only reached if the re-exec failed: go on, slowly, and say why.
-  Log().warn("OpenBLAS chose its generic Prescott kernel on this CPU; re-running with "
-             "OPENBLAS_CORETYPE={} failed: set it yourself for 10x faster matrix products",
-             kernel);
+  Log().warn(
+      "OpenBLAS chose its generic Prescott kernel on this CPU; re-running with "
+      "OPENBLAS_CORETYPE={} failed: set it yourself for 10x faster matrix products",
+      kernel);
 }
 
 }  // namespace transerve

@@ -18,8 +18,8 @@ void PackedProduct(const Tensor& x, const PackedMatrix& weight, const Tensor& bi
 void BroadcastRows(const Tensor& row, int64_t rows, Tensor* y);
 // y = activation(y), element-wise.
 void Activate(Activation activation, Tensor* y);
-void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma,
-                  const Tensor& beta, float eps, Tensor* out);
+void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                  float eps, Tensor* out);
 void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
                  std::span<const int32_t> positions, float scale, const Tensor& position_table,
                  Tensor* out);
@@ -27,8 +27,8 @@ void PackedSelfAttention(const Tensor& qkv, std::span<const int32_t> offsets, in
                          Tensor* out);
 bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache* const> caches,
                          int heads, Tensor* out);
-void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources,
-                    int heads, Tensor* out);
+void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
+                    Tensor* out);
 void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions);
 
 }  // namespace transerve::ops::cpu

@@ -45,10 +45,9 @@ void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float bet
                 b.f32(), static_cast<int>(k), a.f32(), 1, beta, c->f32(), 1);
     return;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a.f32(),
-              static_cast<int>(k), b.f32(), static_cast<int>(trans_b ? k : n), beta, c->f32(),
-              static_cast<int>(n));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a.f32(), static_cast<int>(k),
+              b.f32(), static_cast<int>(trans_b ? k : n), beta, c->f32(), static_cast<int>(n));
 }
 
 namespace {

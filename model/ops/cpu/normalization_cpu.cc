@@ -7,8 +7,8 @@
 
 namespace transerve::ops::cpu {
 
-void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma,
-                  const Tensor& beta, float eps, Tensor* out) {
+void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                  float eps, Tensor* out) {
   if (x.shape() != residual.shape()) {
     throw std::invalid_argument("AddLayerNorm: " + x.ShapeString() + " vs " +
                                 residual.ShapeString());

@@ -87,9 +87,12 @@ void PackedProduct(const Tensor& x, const PackedMatrix& weight, const Tensor& bi
       if (b != nullptr) std::memcpy(bias32, b + col, width * sizeof(float));
       const float* panel = packed + p * k * kWidth;
       int64_t r = 0;
-      for (; r + 8 <= m; r += 8) PanelBlock<8>(xs + r * k, k, panel, bias32, out + r * n + col, n, width);
-      for (; r + 4 <= m; r += 4) PanelBlock<4>(xs + r * k, k, panel, bias32, out + r * n + col, n, width);
-      for (; r + 2 <= m; r += 2) PanelBlock<2>(xs + r * k, k, panel, bias32, out + r * n + col, n, width);
+      for (; r + 8 <= m; r += 8)
+        PanelBlock<8>(xs + r * k, k, panel, bias32, out + r * n + col, n, width);
+      for (; r + 4 <= m; r += 4)
+        PanelBlock<4>(xs + r * k, k, panel, bias32, out + r * n + col, n, width);
+      for (; r + 2 <= m; r += 2)
+        PanelBlock<2>(xs + r * k, k, panel, bias32, out + r * n + col, n, width);
       for (; r < m; ++r) PanelBlock<1>(xs + r * k, k, panel, bias32, out + r * n + col, n, width);
     }
   });

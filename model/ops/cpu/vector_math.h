@@ -2,6 +2,7 @@
 // loops of activations and softmax).
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -67,7 +68,7 @@ inline Floats16 FastExp16(Floats16 x) {
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
   const Ints16 bits = (ni + 127) << 23;
-  Floats16 result = p * reinterpret_cast<const Floats16&>(bits);
+  Floats16 result = p * std::bit_cast<Floats16>(bits);
   result = x < -87.3f ? Splat(0.0f) : result;
   return x > 88.3f ? Splat(INFINITY) : result;
 }

@@ -1,12 +1,13 @@
 // Processed log-probabilities (pad excluded, EOS banned or forced) against a naive log-softmax.
+#include "model/decoding/logits_processing.h"
+
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
 
-#include <gtest/gtest.h>
-
-#include "model/decoding/logits_processing.h"
 #include "tests/testing/random.h"
 
 namespace transerve {

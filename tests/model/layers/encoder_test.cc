@@ -1,10 +1,11 @@
 // Seed checks on the encoder stack: residual shapes, and permutation equivariance when the
 // positions carry no information.
-#include <random>
+#include "model/layers/encoder.h"
 
 #include <gtest/gtest.h>
 
-#include "model/layers/encoder.h"
+#include <random>
+
 #include "tests/testing/random.h"
 
 namespace transerve {
@@ -44,7 +45,8 @@ RandomEncoder MakeEncoder(std::mt19937& rng, bool informative_positions) {
     // Every position the same random row: attention sees a set, not a sequence.
     const Tensor row = RandomTensor({1, 32}, rng);
     e.weights.position_table = Tensor({16, 32});
-    for (int p = 0; p < 16; ++p) std::copy_n(row.f32(), 32, e.weights.position_table.f32() + p * 32);
+    for (int p = 0; p < 16; ++p)
+      std::copy_n(row.f32(), 32, e.weights.position_table.f32() + p * 32);
   }
   for (int l = 0; l < 2; ++l) {
     e.weights.encoder.push_back({RandomLinear(96, 32, rng), RandomLinear(32, 32, rng),

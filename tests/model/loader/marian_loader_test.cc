@@ -1,12 +1,13 @@
 // The Marian checkpoint loader: each broken checkpoint gives an error naming the file and the
 // tensor; the accepted layout variants load to the same weights.
+#include "model/loader/marian_loader.h"
+
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <random>
 
-#include <gtest/gtest.h>
-
-#include "model/loader/marian_loader.h"
 #include "model/loader/safetensors.h"
 #include "model/loader/safetensors_writer.h"
 
@@ -85,6 +86,7 @@ TEST_F(MarianLoaderTest, UnsupportedDtypeIsNamed) {
   NamedTensor* t = Tensor(name);
   t->dtype = "I32";
   t->raw.assign(t->values.size() * 4, '\1');
+  t->values.clear();
   Write();
   ExpectErrorMentions(Load(), {name, "I32"});
 }

@@ -1,10 +1,10 @@
 // Attention primitives against a naive padded implementation with additive finfo.min masks
 // (the reference's formulation), plus the seed checks on attention weights.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "model/ops/ops.h"
 #include "tests/testing/random.h"
@@ -59,8 +59,8 @@ TEST(PackedSelfAttention, EqualsPaddedAttentionWithKeyPaddingMask) {
     for (int t = 0; t < lengths[b]; ++t) {
       for (int h = 0; h < heads; ++h) {
         const auto want =
-            NaiveAttend(base + t * 3 * d + h * hd, base + d + h * hd, base + 2 * d + h * hd,
-                        padded, 3 * d, hd, [&](int i) { return i < lengths[b]; });
+            NaiveAttend(base + t * 3 * d + h * hd, base + d + h * hd, base + 2 * d + h * hd, padded,
+                        3 * d, hd, [&](int i) { return i < lengths[b]; });
         const float* got = out.f32() + (offsets[b] + t) * d + h * hd;
         for (int j = 0; j < hd; ++j) ASSERT_NEAR(got[j], want[j], 1e-5f) << b << " " << t;
       }
@@ -81,9 +81,9 @@ TEST(CachedSelfAttention, StepByStepEqualsCausalAttentionOverTheWholeSequence) {
     cache.CommitAppend();
     for (int h = 0; h < heads; ++h) {
       const float* base = all.f32();
-      const auto want = NaiveAttend(base + t * 3 * d + h * hd, base + d + h * hd,
-                                    base + 2 * d + h * hd, steps, 3 * d, hd,
-                                    [&](int i) { return i <= t; });  // causal mask
+      const auto want =
+          NaiveAttend(base + t * 3 * d + h * hd, base + d + h * hd, base + 2 * d + h * hd, steps,
+                      3 * d, hd, [&](int i) { return i <= t; });  // causal mask
       for (int j = 0; j < hd; ++j) ASSERT_NEAR(out.f32()[h * hd + j], want[j], 1e-5f) << t;
     }
   }

@@ -1,9 +1,10 @@
 // The paged KV cache: forks share blocks, writes un-share them, memory comes back.
-#include <random>
+#include "model/ops/kv_cache.h"
 
 #include <gtest/gtest.h>
 
-#include "model/ops/kv_cache.h"
+#include <random>
+
 #include "tests/testing/random.h"
 
 namespace transerve {

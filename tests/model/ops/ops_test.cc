@@ -1,12 +1,13 @@
 // Each dense primitive against a naive implementation on random data.
-#include <cmath>
-#include <random>
+#include "model/ops/ops.h"
 
 #include <gtest/gtest.h>
 
-#include "model/ops/cpu/vector_math.h"
+#include <cmath>
+#include <random>
+
 #include "model/layers/transformer_weights.h"
-#include "model/ops/ops.h"
+#include "model/ops/cpu/vector_math.h"
 #include "tests/testing/random.h"
 
 namespace transerve {
@@ -89,13 +90,17 @@ TEST(PackedLinear, RowResultDoesNotDependOnTheOtherRows) {
 float NaiveActivation(Activation act, float x) {
   const double v = x;
   switch (act) {
-    case Activation::kIdentity: return x;
-    case Activation::kSwish: return static_cast<float>(v / (1 + std::exp(-v)));
-    case Activation::kRelu: return x > 0 ? x : 0;
-    case Activation::kGelu: return static_cast<float>(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+    case Activation::kIdentity:
+      return x;
+    case Activation::kSwish:
+      return static_cast<float>(v / (1 + std::exp(-v)));
+    case Activation::kRelu:
+      return x > 0 ? x : 0;
+    case Activation::kGelu:
+      return static_cast<float>(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
     case Activation::kGeluTanh:
-      return static_cast<float>(
-          0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
+      return static_cast<float>(0.5 * v *
+                                (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
   }
   return x;
 }

@@ -1,11 +1,11 @@
 // A sentence's translation does not depend on what else is in its batch: the same ids, and the
 // same scores up to float rounding.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "model/translator/translator.h"
 #include "tests/model/translator/fixtures.h"
@@ -64,8 +64,7 @@ TEST_P(BatchInvarianceTest, OutputIdenticalAloneAndInsideBatchesOfDifferentCompo
 
 INSTANTIATE_TEST_SUITE_P(GreedyAndBeam, BatchInvarianceTest, ::testing::Values(1, 4),
                          [](const auto& info) {
-                           return info.param == 1 ? std::string("Greedy")
-                                                  : std::string("Beam4");
+                           return info.param == 1 ? std::string("Greedy") : std::string("Beam4");
                          });
 
 }  // namespace

@@ -1,8 +1,8 @@
 #include "tests/model/translator/fixtures.h"
 
-#include <fstream>
-
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 namespace transerve::testing {
 
@@ -11,8 +11,8 @@ std::string FixtureModelDir(const std::string& name) {
 }
 
 nlohmann::json LoadExpected(const std::string& name) {
-  const std::string path = std::string(TRANSERVE_SOURCE_DIR) + "/tests/fixtures/" + name +
-                           "/expected.json";
+  const std::string path =
+      std::string(TRANSERVE_SOURCE_DIR) + "/tests/fixtures/" + name + "/expected.json";
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << "cannot read " << path
                          << " (regenerate with tools/reference/regenerate_fixtures.sh)";

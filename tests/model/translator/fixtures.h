@@ -1,10 +1,9 @@
 // Reading the golden fixtures made by tools/reference (tests/fixtures/<name>/expected.json).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace transerve::testing {
 

@@ -1,8 +1,8 @@
 // Golden parity with the PyTorch reference (tools/reference): source ids, greedy and beam-4
 // ids exactly, scores, raw logits of the first steps within 1e-4 relative, encoder output.
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "model/layers/encoder.h"
 #include "model/translator/translator.h"
@@ -62,8 +62,8 @@ TEST_P(ParityTest, GreedyIdsAndScoresMatchTheReference) {
     ASSERT_TRUE(results.ok()) << results.status();
     const Hypothesis& h = (*results)[0].hypotheses.at(0);
     EXPECT_EQ(h.ids, c["greedy"]["ids"].get<std::vector<int32_t>>()) << "case " << i;
-    ExpectScoreNear(h.score, c["greedy"]["score"].get<float>(), "greedy score, case " +
-                                                                  std::to_string(i));
+    ExpectScoreNear(h.score, c["greedy"]["score"].get<float>(),
+                    "greedy score, case " + std::to_string(i));
   }
 }
 
@@ -134,8 +134,9 @@ TEST_P(ParityTest, EncoderOutputMatchesTheReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ParityTest, ::testing::Values(std::string(testing::kFixtureNames[0]),
-                                                           std::string(testing::kFixtureNames[1])),
+INSTANTIATE_TEST_SUITE_P(Fixtures, ParityTest,
+                         ::testing::Values(std::string(testing::kFixtureNames[0]),
+                                           std::string(testing::kFixtureNames[1])),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

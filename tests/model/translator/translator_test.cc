@@ -1,7 +1,8 @@
 // The Translator facade: text round trip, validation errors, length limits, device choice.
+#include "model/translator/translator.h"
+
 #include <gtest/gtest.h>
 
-#include "model/translator/translator.h"
 #include "tests/model/translator/fixtures.h"
 
 namespace transerve {
