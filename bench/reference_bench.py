@@ -24,8 +24,9 @@ benchmark can run on exactly the same inputs. File format (JSON):
 
   {"sources": [[id, ..., eos], ...], "source_length": 25, "seed": 1234, "vocab_size": 58101}
 
-only "sources" is required when reading; a batch of B uses sources[0:B] (cycling if the file
-holds fewer than B).
+only "sources" is required when reading (a bare JSON list of lists is accepted too); a batch of
+B uses sources[0:B] (cycling if the file holds fewer than B). Ids are used as given (no EOS is
+appended).
 
 Decoding: forced length = min_length = max_length = --target_length: every hypothesis has
 exactly that many tokens (EOS last). Target tokens per run = batch x target_length (for beam
@@ -34,17 +35,22 @@ of --repeats timed runs; runs are interleaved across configurations after one wa
 
 Threading ("best setting" on the 2-core development VM, docs/performance.md):
 torch.set_num_threads(1) for PyTorch's own (OpenMP) intra-op pool, while OpenBLAS (Debian's
-pthread build, used by PyTorch for every GEMM) keeps its own 2 threads. Measured here
-(batch 8 greedy, target 32; see the report): 1 torch thread was faster than 2, and the
-OMP_WAIT_POLICY value made no measurable difference with 1 torch thread; the script sets
-OMP_WAIT_POLICY=PASSIVE unless the caller set it (it matters only with >1 torch thread).
+pthread build, used by PyTorch for every GEMM) keeps its own 2 threads. Measured on this VM
+(batch 8 greedy, target 32, interleaved processes, a shared and busy machine): 1 torch thread
+with OMP_WAIT_POLICY=ACTIVE 176-178 tok/s, 1 thread PASSIVE 154, 1 thread unset 148-163,
+2 threads PASSIVE 139-146, 2 threads ACTIVE 17-44 (the OpenMP spin pathology); at batch 1 the
+policy made no consistent difference. The script therefore sets OMP_WAIT_POLICY=ACTIVE unless
+the caller set it, and --threads defaults to 1. OPENBLAS_NUM_THREADS is left to the caller
+(unset = both cores); when another process occupies a core, OPENBLAS_NUM_THREADS=1 can be
+faster. The output projection uses a contiguous [d_model, vocab] copy of the weight (2x faster
+than x @ W^T with OpenBLAS at batch 1; see marian_reference.py).
 """
 
 from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # must precede the OpenMP runtime start
+os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE")  # must precede the OpenMP runtime start
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -112,7 +118,10 @@ def main() -> int:
     cfg = model.cfg
     if args.source_ids_file:
         with open(args.source_ids_file, encoding="utf-8") as f:
-            sources = json.load(f)["sources"]
+            loaded = json.load(f)
+        sources = loaded["sources"] if isinstance(loaded, dict) else loaded  # bare list accepted
+        if not sources or not all(isinstance(x, list) and x for x in sources):
+            raise SystemExit(f"{args.source_ids_file}: expected {{\"sources\": [[ids...], ...]}}")
     else:
         sources = make_sources(cfg, max(batch_sizes), args.source_length, args.seed)
     if args.write_sources:

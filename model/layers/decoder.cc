@@ -25,7 +25,7 @@ bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weigh
   }
   Tensor& x = *hidden;
   ops::EmbedTokens(weights.decoder_embedding, ws->ids, ws->positions, config.embedding_scale,
-                   weights.position_table, &x);
+                   weights.decoder_positions, &x);
   for (int l = 0; l < config.decoder_layers; ++l) {
     const DecoderLayerWeights& layer = weights.decoder[l];
     ops::Linear(x, layer.self_qkv.weight, layer.self_qkv.bias, Activation::kIdentity, &ws->qkv,

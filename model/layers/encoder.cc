@@ -13,7 +13,7 @@ void EncodePacked(const TransformerConfig& config, const TransformerWeights& wei
   }
   Tensor& x = *out;
   ops::EmbedTokens(weights.encoder_embedding, ids, ws->positions, config.embedding_scale,
-                   weights.position_table, &x);
+                   weights.encoder_positions, &x);
   for (const EncoderLayerWeights& layer : weights.encoder) {
     ops::Linear(x, layer.self_qkv.weight, layer.self_qkv.bias, Activation::kIdentity, &ws->qkv);
     ops::PackedSelfAttention(ws->qkv, offsets, config.encoder_heads, &ws->context);

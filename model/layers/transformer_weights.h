@@ -65,8 +65,10 @@ struct DecoderLayerWeights {
 struct TransformerWeights {
   Tensor encoder_embedding;  // [source_vocab, D]
   Tensor decoder_embedding;  // [target_vocab, D]
-  Tensor position_table;     // [max_positions, D], sinusoidal
-  LinearWeights output;      // weight [target_vocab, D] (tied or lm_head), bias final_logits_bias
+  // [max_positions, D], sinusoidal; per side because a checkpoint may store its own copies.
+  Tensor encoder_positions;
+  Tensor decoder_positions;
+  LinearWeights output;  // weight [target_vocab, D] (tied or lm_head), bias final_logits_bias
   // Cross-attention keys and values of every decoder layer: rows l*2D..l*2D+D-1 are layer l's
   // k_proj, the next D rows its v_proj. One GEMM projects a source for all layers at once.
   LinearWeights cross_kv;

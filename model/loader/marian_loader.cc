@@ -160,11 +160,12 @@ absl::Status LoadDecoderLayer(WeightBuilder& b, const MarianConfig& c, int i,
   return b.Norm(p + "final_layer_norm", &layer->final_norm);
 }
 
-// Stored position tables (2020 checkpoints) must match the computed one; F16/BF16 storage
-// rounds them, so the tolerance follows the dtype.
-absl::Status CheckStoredPositions(const CheckpointReader& reader, const std::string& path,
-                                  const std::string& name, const Tensor& computed) {
+// Stored position tables (2020 checkpoints) must match the computed one (F16/BF16 storage rounds
+// them, so the tolerance follows the dtype); like HF, the stored values are then the ones used.
+absl::Status UseStoredPositions(const CheckpointReader& reader, const std::string& path,
+                                const std::string& name, Tensor* table) {
   if (!reader.Has(name)) return absl::OkStatus();
+  const Tensor& computed = *table;
   auto stored = reader.Read(name, computed.shape());
   if (!stored.ok()) return stored.status();
   const std::string& dtype = reader.dtype_of(name);
@@ -177,6 +178,7 @@ absl::Status CheckStoredPositions(const CheckpointReader& reader, const std::str
                        "); only Marian's fixed sinusoidal positions are supported"));
     }
   }
+  *table = *std::move(stored);
   return absl::OkStatus();
 }
 
@@ -253,12 +255,17 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& 
   if (!bias.ok()) return bias.status();
   w.output.bias = *std::move(bias);
 
-  w.position_table = SinusoidalPositions(c.max_position_embeddings, d);
-  for (const char* name :
-       {"model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight"}) {
-    if (auto s = CheckStoredPositions(reader, weights_path, name, w.position_table); !s.ok()) {
-      return s;
-    }
+  w.encoder_positions = SinusoidalPositions(c.max_position_embeddings, d);
+  w.decoder_positions = w.encoder_positions;
+  if (auto s = UseStoredPositions(reader, weights_path, "model.encoder.embed_positions.weight",
+                                  &w.encoder_positions);
+      !s.ok()) {
+    return s;
+  }
+  if (auto s = UseStoredPositions(reader, weights_path, "model.decoder.embed_positions.weight",
+                                  &w.decoder_positions);
+      !s.ok()) {
+    return s;
   }
 
   WeightBuilder builder(reader, c);

@@ -20,7 +20,6 @@ import os
 import platform
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -96,15 +95,16 @@ def case_texts(tok: mr.MarianTokenizer, max_positions: int):
     return texts
 
 
-def run_unbatched(model, srcs, max_length):
+def run_unbatched(model, srcs, max_length, min_length=0):
     greedy, beam, g_margins, b_margins = [], [], [], []
     for ids in srcs:
         tm = []
-        greedy.append(mr.greedy_search(model, [ids], max_length, record_logits=3, trace=tm)[0])
+        greedy.append(mr.greedy_search(model, [ids], max_length, min_length, record_logits=3,
+                                       trace=tm)[0])
         g_margins.append(min(tm[0]) if tm[0] else float("inf"))
         bt = []
-        beam.append(mr.beam_search(model, [ids], BEAM, max_length, 0, LENGTH_PENALTY, BEAM,
-                                   trace=bt)[0])
+        beam.append(mr.beam_search(model, [ids], BEAM, max_length, min_length, LENGTH_PENALTY,
+                                   BEAM, trace=bt)[0])
         vals = [v for step in bt for v in step.values()]
         b_margins.append(min(vals) if vals else float("inf"))
     return greedy, beam, g_margins, b_margins
@@ -123,13 +123,14 @@ def perturbed_models(model, noise):
     return out
 
 
-def robust_cases(model, srcs, greedy, beam, cases, max_length, noise):
+def robust_cases(model, srcs, greedy, beam, cases, max_length, noise, min_length=0):
     """Indices of `cases` whose greedy ids and every n-best ids/order survive the perturbations."""
     ok = set(cases)
     for name, m in perturbed_models(model, noise):
         for i in list(ok):
-            g = mr.greedy_search(m, [srcs[i]], max_length)[0]
-            b = mr.beam_search(m, [srcs[i]], BEAM, max_length, 0, LENGTH_PENALTY, BEAM)[0]
+            g = mr.greedy_search(m, [srcs[i]], max_length, min_length)[0]
+            b = mr.beam_search(m, [srcs[i]], BEAM, max_length, min_length, LENGTH_PENALTY,
+                               BEAM)[0]
             if g["ids"] != greedy[i]["ids"] or \
                     [h["ids"] for h in b["nbest"]] != [h["ids"] for h in beam[i]["nbest"]]:
                 ok.discard(i)
@@ -281,6 +282,20 @@ def main():
     def hyp(h):
         return {"ids": h["ids"], "score": f9(h["score"]), "text": tok.decode(h["ids"])}
 
+    # min_length / forced-length golden data: (M, N) = (12, 12) forced, (6, 20) banned-then-free
+    length_cases = []
+    with torch.inference_mode():
+        for M, Nc in ((12, 12), (6, 20)):
+            pool = [i for i in keep if len(srcs[i]) <= 64]
+            g_c, b_c, gm_c, bm_c = run_unbatched(model, [srcs[i] for i in pool], Nc, M)
+            ok = [k for k in range(len(pool))
+                  if gm_c[k] >= args.greedy_margin and bm_c[k] >= args.beam_margin]
+            ok = robust_cases(model, [srcs[i] for i in pool], g_c, b_c, ok, Nc, args.noise, M)
+            for k in ok[:6]:
+                length_cases.append({"case": pos_of[pool[k]], "min_length": M, "max_length": Nc,
+                                     "greedy": hyp(g_c[k]),
+                                     "beam": dict(hyp(b_c[k]), nbest=[hyp(h) for h in b_c[k]["nbest"]])})
+
     cases = []
     for i in keep:
         g, b = greedy[i], beam[i]
@@ -313,6 +328,7 @@ def main():
                     "steps": [[f9(v) for v in step] for step in greedy[i]["logits"]]}
                    for i in logit_cases],
         "encoder_output": enc_records,
+        "length_constraint_cases": length_cases,
     }
     out_model = os.path.join(fixture_dir, "model")
     if os.path.exists(out_model):

@@ -102,10 +102,14 @@ def _generate_text(words, n_lines: int, rng: random.Random) -> str:
 
 
 def _train_spm(text_path: str, prefix: str, vocab_size: int, seed: int) -> None:
-    cmd = ["spm_train", f"--input={text_path}", f"--model_prefix={prefix}",
-           f"--vocab_size={vocab_size}", "--model_type=unigram", "--character_coverage=1.0",
-           "--num_threads=1", f"--random_seed={seed}", "--minloglevel=2"]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Relative paths (run inside the directory): the trainer spec stored in the .spm records
+    # them, and a random temporary directory name would make the output non-reproducible.
+    work = os.path.dirname(text_path)
+    cmd = ["spm_train", f"--input={os.path.basename(text_path)}",
+           f"--model_prefix={os.path.relpath(prefix, work)}", f"--vocab_size={vocab_size}",
+           "--model_type=unigram", "--character_coverage=1.0", "--num_threads=1",
+           f"--random_seed={seed}", "--minloglevel=2"]
+    subprocess.run(cmd, check=True, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _spm_pieces(model_path: str):
@@ -248,7 +252,7 @@ def write_model(args) -> None:
     rng = random.Random(args.seed)
     pieces = build_vocab(args, out, rng)
     V = len(pieces)
-    pad, eos, unk = V - 1, 0, 1
+    pad, eos = V - 1, 0  # opus-mt convention; <unk> is 1
     if args.max_position_embeddings < 2:
         raise SystemExit("--max_position_embeddings too small")
     with open(os.path.join(out, "vocab.json"), "w", encoding="utf-8") as f:

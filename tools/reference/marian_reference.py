@@ -451,6 +451,9 @@ class MarianModel:
         self.dtype = w["enc_embed"].dtype
         self.act = _ACTIVATIONS[c.activation]
         self.embed_scale = math.sqrt(c.d_model) if c.scale_embedding else 1.0
+        # Output projection kept as a contiguous [D, Vd] copy: OpenBLAS runs h @ W_out this way
+        # ~2x faster for few rows than h @ W_out^T (measured on the 2-core VM, batch 1-8).
+        self.lm_head_t = w["lm_head"].t().contiguous()
         self.enc_layers = []
         for i in range(c.encoder_layers):
             p = f"model.encoder.layers.{i}."
@@ -564,7 +567,7 @@ class MarianModel:
             x = self._ln(x + self._ffn(x, layer), layer["ln"])
         state["len"] = t + 1
         h = x[:, 0, :]
-        logits = torch.matmul(h, self.w["lm_head"].t()) + self.w["final_logits_bias"]
+        logits = torch.matmul(h, self.lm_head_t) + self.w["final_logits_bias"]
         return logits if self.logits_hook is None else self.logits_hook(logits)
 
     def decoder_full(self, enc_out: torch.Tensor, enc_mask: Optional[torch.Tensor],
@@ -585,7 +588,7 @@ class MarianModel:
             x = F.layer_norm(x + cr.attend(x, ck, cv, enc_mask), (c.d_model,), cr.ln_w, cr.ln_b,
                              LAYER_NORM_EPS)
             x = self._ln(x + self._ffn(x, layer), layer["ln"])
-        return torch.matmul(x, self.w["lm_head"].t()) + self.w["final_logits_bias"]
+        return torch.matmul(x, self.lm_head_t) + self.w["final_logits_bias"]
 
 
 # ---------------------------------------------------------------------------------------------

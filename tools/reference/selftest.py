@@ -230,6 +230,14 @@ def test_fixtures() -> None:
                 worst = max(worst, abs(g["score"] - case["greedy"]["score"]) / max(1, abs(g["score"])))
                 for h, e in zip(b["nbest"], case["beam"]["nbest"]):
                     worst = max(worst, abs(h["score"] - e["score"]) / max(1, abs(e["score"])))
+            for rec in exp.get("length_constraint_cases", []):
+                src = exp["cases"][rec["case"]]["source_ids"]
+                M, Nc = rec["min_length"], rec["max_length"]
+                g = mr.greedy_search(tr.model, [src], Nc, M)[0]
+                b = mr.beam_search(tr.model, [src], nb, Nc, M, lp, len(rec["beam"]["nbest"]))[0]
+                ok_ids &= g["ids"] == rec["greedy"]["ids"] and len(g["ids"]) >= M and \
+                    [h["ids"] for h in b["nbest"]] == [h["ids"] for h in rec["beam"]["nbest"]]
+                worst = max(worst, abs(g["score"] - rec["greedy"]["score"]) / max(1, abs(g["score"])))
             for rec in exp["logits"]:
                 src = exp["cases"][rec["case"]]["source_ids"]
                 g = mr.greedy_search(tr.model, [src], N, record_logits=3)[0]
@@ -239,7 +247,7 @@ def test_fixtures() -> None:
                 enc, _ = tr.model.encode([exp["cases"][rec["case"]]["source_ids"]])
                 worst = max(worst, float((enc[0] - torch.tensor(rec["values"])).abs().max()))
         check(ok_tok, f"{name}: tokenizer reproduces source_ids and decoded texts")
-        check(ok_ids, f"{name}: greedy and n-best ids reproduce")
+        check(ok_ids, f"{name}: greedy and n-best ids reproduce (incl. length_constraint_cases)")
         check(worst < 1e-5, f"{name}: scores, logits, encoder outputs reproduce (worst {worst:.2g})")
 
 

@@ -14,7 +14,10 @@ namespace {
 using testing::RandomTensor;
 
 LinearWeights RandomLinear(int64_t out, int64_t in, std::mt19937& rng) {
-  return {RandomTensor({out, in}, rng, 0.3f), RandomTensor({out}, rng, 0.1f)};
+  LinearWeights w;
+  w.weight = RandomTensor({out, in}, rng, 0.3f);
+  w.bias = RandomTensor({out}, rng, 0.1f);
+  return w;
 }
 
 LayerNormWeights RandomNorm(int64_t d, std::mt19937& rng) {
@@ -40,13 +43,13 @@ RandomEncoder MakeEncoder(std::mt19937& rng, bool informative_positions) {
   c.embedding_scale = std::sqrt(32.0f);
   e.weights.encoder_embedding = RandomTensor({50, 32}, rng);
   if (informative_positions) {
-    e.weights.position_table = SinusoidalPositions(16, 32);
+    e.weights.encoder_positions = SinusoidalPositions(16, 32);
   } else {
     // Every position the same random row: attention sees a set, not a sequence.
     const Tensor row = RandomTensor({1, 32}, rng);
-    e.weights.position_table = Tensor({16, 32});
+    e.weights.encoder_positions = Tensor({16, 32});
     for (int p = 0; p < 16; ++p)
-      std::copy_n(row.f32(), 32, e.weights.position_table.f32() + p * 32);
+      std::copy_n(row.f32(), 32, e.weights.encoder_positions.f32() + p * 32);
   }
   for (int l = 0; l < 2; ++l) {
     e.weights.encoder.push_back({RandomLinear(96, 32, rng), RandomLinear(32, 32, rng),

@@ -115,7 +115,7 @@ TEST_F(MarianLoaderTest, PytorchBinOnlyDirectoryExplainsWhatToDo) {
 TEST_F(MarianLoaderTest, StoredPositionsMustBeTheSinusoidalTable) {
   auto model = LoadMarianModel(kFixture.string());
   ASSERT_TRUE(model.ok());
-  const transerve::Tensor& table = (*model)->weights.position_table;
+  const transerve::Tensor& table = (*model)->weights.encoder_positions;
   std::vector<float> values = table.ToFloatVector();
   tensors_.push_back({"model.encoder.embed_positions.weight", "F32", table.shape(), values, ""});
   Write();

@@ -90,6 +90,27 @@ TEST_P(ParityTest, BeamSearchIdsScoresAndNBestMatchTheReference) {
   }
 }
 
+TEST_P(ParityTest, MinAndMaxLengthConstraintsMatchTheReference) {
+  ASSERT_TRUE(expected_.contains("length_constraint_cases"));
+  for (const auto& lc : expected_["length_constraint_cases"]) {
+    const auto& c = expected_["cases"][lc["case"].get<size_t>()];
+    const std::vector<std::vector<int32_t>> sources{SourceIds(c)};
+    for (int beam : {1, expected_.value("beam_size", 4)}) {
+      DecodingOptions o = Options(beam);
+      o.min_length = lc["min_length"].get<int>();
+      o.max_length = lc["max_length"].get<int>();
+      auto results = translator_->TranslateIds(sources, o);
+      ASSERT_TRUE(results.ok()) << results.status();
+      const auto& want = lc[beam == 1 ? "greedy" : "beam"];
+      const Hypothesis& h = (*results)[0].hypotheses.at(0);
+      EXPECT_EQ(h.ids, want["ids"].get<std::vector<int32_t>>())
+          << "case " << lc["case"] << " min " << o.min_length << " max " << o.max_length << " beam "
+          << beam;
+      ExpectScoreNear(h.score, want["score"].get<float>(), "length-constrained score");
+    }
+  }
+}
+
 TEST_P(ParityTest, RawLogitsOfTheFirstStepsMatchWithinRelativeTolerance) {
   ASSERT_TRUE(expected_.contains("logits"));
   for (const auto& entry : expected_["logits"]) {
