@@ -47,8 +47,9 @@ void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float bet
 // arithmetic when the batch has tens of rows; a packed copy is made once, at load time.
 struct PackedMatrix {
   static constexpr int kPanelWidth = 32;
-  // Products with more rows than this go to the BLAS GEMM, which is faster there.
-  static constexpr int64_t kMaxRows = 160;
+  // Products with more rows than this go to the BLAS GEMM, which is faster there (measured:
+  // at 128 rows OpenBLAS is 1.3x faster, at 32 rows the packed product is 2x faster).
+  static constexpr int64_t kMaxRows = 64;
   Tensor panels;
   int64_t rows = 0;  // N
   int64_t cols = 0;  // K

@@ -18,9 +18,11 @@ static_assert(kWidth == 2 * kLanes, "a panel is two vectors wide");
 inline void StoreFloats16(float* p, Floats16 v) { std::memcpy(p, &v, sizeof(v)); }
 
 // R rows of x (row stride k) times one panel: out[r][0..width) = x[r] · panel + bias.
+// `prefetch`, when set, is the next panel: the first row block pulls it toward the cache while
+// it computes, so streaming a large weight matrix does not stall on memory latency.
 template <int R>
 void PanelBlock(const float* x, int64_t k, const float* panel, const float* bias32, float* out,
-                int64_t ldc, int width) {
+                int64_t ldc, int width, const float* prefetch) {
   Floats16 acc0[R], acc1[R];
   const Floats16 b0 = LoadFloats16(bias32);
   const Floats16 b1 = LoadFloats16(bias32 + kLanes);
@@ -29,6 +31,10 @@ void PanelBlock(const float* x, int64_t k, const float* panel, const float* bias
     acc1[r] = b1;
   }
   for (int64_t i = 0; i < k; ++i) {
+    if (prefetch != nullptr) {
+      __builtin_prefetch(prefetch + i * kWidth);
+      __builtin_prefetch(prefetch + i * kWidth + kLanes);
+    }
     const Floats16 v0 = LoadFloats16(panel + i * kWidth);
     const Floats16 v1 = LoadFloats16(panel + i * kWidth + kLanes);
     for (int r = 0; r < R; ++r) {
@@ -86,14 +92,21 @@ void PackedProduct(const Tensor& x, const PackedMatrix& weight, const Tensor& bi
       std::fill(bias32, bias32 + kWidth, 0.0f);
       if (b != nullptr) std::memcpy(bias32, b + col, width * sizeof(float));
       const float* panel = packed + p * k * kWidth;
+      const float* next = p + 1 < last ? panel + k * kWidth : nullptr;
+      float* dst = out + col;
       int64_t r = 0;
-      for (; r + 8 <= m; r += 8)
-        PanelBlock<8>(xs + r * k, k, panel, bias32, out + r * n + col, n, width);
-      for (; r + 4 <= m; r += 4)
-        PanelBlock<4>(xs + r * k, k, panel, bias32, out + r * n + col, n, width);
-      for (; r + 2 <= m; r += 2)
-        PanelBlock<2>(xs + r * k, k, panel, bias32, out + r * n + col, n, width);
-      for (; r < m; ++r) PanelBlock<1>(xs + r * k, k, panel, bias32, out + r * n + col, n, width);
+      for (; r + 8 <= m; r += 8, next = nullptr) {
+        PanelBlock<8>(xs + r * k, k, panel, bias32, dst + r * n, n, width, next);
+      }
+      for (; r + 4 <= m; r += 4, next = nullptr) {
+        PanelBlock<4>(xs + r * k, k, panel, bias32, dst + r * n, n, width, next);
+      }
+      for (; r + 2 <= m; r += 2, next = nullptr) {
+        PanelBlock<2>(xs + r * k, k, panel, bias32, dst + r * n, n, width, next);
+      }
+      for (; r < m; ++r, next = nullptr) {
+        PanelBlock<1>(xs + r * k, k, panel, bias32, dst + r * n, n, width, next);
+      }
     }
   });
 }
