@@ -9,32 +9,36 @@
 
 namespace transerve::ops::cpu {
 
-// exp(x) with a relative error below 2e-7 on the float range (Cody-Waite range reduction and a
-// degree-6 polynomial). Inputs below -87.3 return 0 and above 88.3 return +inf (exp(88.3) is
-// close to FLT_MAX; softmax and swish never get there).
-inline float FastExp(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693359375f;
-  constexpr float kLn2Lo = -2.12194440e-4f;
-  const float clamped = std::fmin(std::fmax(x, -87.3f), 88.3f);
-  // floor(v + 0.5) vectorises (vroundps) and, unlike the 1.5·2^23 trick, survives
-  // -fassociative-math.
-  const float n = std::floor(clamped * kLog2e + 0.5f);
-  const float r = (clamped - n * kLn2Hi) - n * kLn2Lo;
-  // exp(r) on [-ln2/2, ln2/2]
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
+// exp(x) with a relative error below 3e-7 (Cody-Waite range reduction, then a degree-6
+// polynomial of the reduced argument). Inputs below kExpMin give 0 and above kExpMax +inf
+// (exp(88.3) is close to FLT_MAX; softmax and swish never get there).
+inline constexpr float kExpMin = -87.3f;
+inline constexpr float kExpMax = 88.3f;
+inline constexpr float kLog2e = 1.44269504088896341f;
+inline constexpr float kLn2Hi = 0.693359375f;
+inline constexpr float kLn2Lo = -2.12194440e-4f;
+
+// exp(r) for r in [-ln2/2, ln2/2]; T is float or a float vector.
+template <typename T>
+inline T ExpOfReduced(T r) {
+  T p = r * 1.9875691500e-4f + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  float result = p * scale;
-  if (x < -87.3f) result = 0.0f;
-  if (x > 88.3f) result = INFINITY;
+  return p * r * r + r + 1.0f;
+}
+
+inline float FastExp(float x) {
+  const float clamped = std::fmin(std::fmax(x, kExpMin), kExpMax);
+  // floor(v + 0.5) vectorises (vroundps) and, unlike the 1.5·2^23 trick, survives
+  // -fassociative-math.
+  const float n = std::floor(clamped * kLog2e + 0.5f);
+  const float r = (clamped - n * kLn2Hi) - n * kLn2Lo;
+  const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  float result = ExpOfReduced(r) * scale;
+  if (x < kExpMin) result = 0.0f;
+  if (x > kExpMax) result = INFINITY;
   return result;
 }
 
@@ -52,25 +56,16 @@ inline Floats16 LoadFloats16(const float* p) {
   return v;
 }
 
-// FastExp on 16 lanes (same polynomial; round-half-away-from-zero range reduction).
+// FastExp on 16 lanes (round-half-away-from-zero range reduction: same accuracy).
 inline Floats16 FastExp16(Floats16 x) {
-  Floats16 c = x < -87.3f ? Splat(-87.3f) : x;
-  c = c > 88.3f ? Splat(88.3f) : c;
-  const Floats16 t = c * 1.44269504088896341f;
+  Floats16 c = x < kExpMin ? Splat(kExpMin) : x;
+  c = c > kExpMax ? Splat(kExpMax) : c;
+  const Floats16 t = c * kLog2e;
   const Ints16 ni = __builtin_convertvector(t + (t >= 0.0f ? Splat(0.5f) : Splat(-0.5f)), Ints16);
   const Floats16 n = __builtin_convertvector(ni, Floats16);
-  const Floats16 r = (c - n * 0.693359375f) - n * -2.12194440e-4f;
-  Floats16 p = Splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const Ints16 bits = (ni + 127) << 23;
-  Floats16 result = p * std::bit_cast<Floats16>(bits);
-  result = x < -87.3f ? Splat(0.0f) : result;
-  return x > 88.3f ? Splat(INFINITY) : result;
+  const Floats16 r = (c - n * kLn2Hi) - n * kLn2Lo;
+  const Floats16 result = ExpOfReduced(r) * std::bit_cast<Floats16>((ni + 127) << 23);
+  return x < kExpMin ? Splat(0.0f) : (x > kExpMax ? Splat(INFINITY) : result);
 }
 
 // max(x[0..n)), -inf for n == 0.

@@ -131,9 +131,32 @@ TEST(FastExp, RelativeErrorBelowTwoUlpsOverTheUsefulRange) {
     const double want = std::exp(static_cast<double>(x));
     ASSERT_NEAR(ops::cpu::FastExp(x), want, 3e-7 * want) << x;
   }
+  for (float x = -87.0f; x <= 88.25f; x += 0.0137f * 16) {
+    const ops::cpu::Floats16 v = ops::cpu::FastExp16(
+        ops::cpu::Splat(x) + ops::cpu::Floats16{0, 1e-3f, 2e-3f, 3e-3f, 4e-3f, 5e-3f, 6e-3f, 7e-3f,
+                                                8e-3f, 9e-3f, 1e-2f, 0.011f, 0.012f, 0.013f, 0.014f,
+                                                0.015f});
+    for (int j = 0; j < ops::cpu::kLanes; ++j) {
+      const double want = std::exp(static_cast<double>(x + 1e-3f * j));
+      ASSERT_NEAR(v[j], want, 3e-7 * want) << x << " lane " << j;
+    }
+  }
+  EXPECT_EQ(ops::cpu::FastExp16(ops::cpu::Splat(-1e30f))[0], 0.0f);
   EXPECT_EQ(ops::cpu::FastExp(-1e30f), 0.0f);
   EXPECT_EQ(ops::cpu::FastExp(-INFINITY), 0.0f);
   EXPECT_TRUE(std::isinf(ops::cpu::FastExp(100.0f)));
+}
+
+TEST(VectorMath, MaxAndSumOfExpOverRaggedLengths) {
+  std::mt19937 rng(7);
+  for (int64_t n : {1, 15, 16, 17, 255, 1000}) {
+    const auto x = testing::RandomFloats(static_cast<size_t>(n), rng, 20.0f);
+    double max_value = -INFINITY, sum = 0;
+    for (float v : x) max_value = std::max<double>(max_value, v);
+    for (float v : x) sum += std::exp(v - max_value);
+    EXPECT_EQ(ops::cpu::MaxOf(x.data(), n), static_cast<float>(max_value));
+    EXPECT_NEAR(ops::cpu::SumExp(x.data(), n, static_cast<float>(max_value)), sum, 1e-5 * sum);
+  }
 }
 
 TEST(AddLayerNorm, MatchesNaiveAndMayWriteInPlace) {
