@@ -53,9 +53,13 @@ class CheckpointReader {
           file_.path(), ": tensor '", *stored, "' has shape [", absl::StrJoin(info->shape, ", "),
           "], expected [", absl::StrJoin(shape, ", "), "]"));
     }
-    absl::StatusOr<std::vector<float>> values = file_.ReadAsFloat32(*stored);
-    if (!values.ok()) return values.status();
-    return Tensor::FromFloats(std::move(shape), *values);
+    Tensor tensor(std::move(shape));
+    if (absl::Status s =
+            file_.ReadAsFloat32(*stored, {tensor.f32(), static_cast<size_t>(tensor.numel())});
+        !s.ok()) {
+      return s;
+    }
+    return tensor;
   }
 
   const std::string& dtype_of(const std::string& name) const {

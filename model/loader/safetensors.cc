@@ -374,13 +374,32 @@ absl::StatusOr<std::vector<float>> SafetensorsFile::ReadAsFloat32(std::string_vi
   if (info == nullptr) {
     return absl::NotFoundError(absl::StrCat(path_, ": no tensor named ", Q(name)));
   }
+  const std::size_t width = info->dtype == "F32" ? 4 : 2;
+  std::vector<float> out((info->end - info->begin) / width);
+  if (absl::Status s = ReadAsFloat32(name, out); !s.ok()) return s;
+  return out;
+}
+
+absl::Status SafetensorsFile::ReadAsFloat32(std::string_view name, std::span<float> out) const {
+  const SafetensorsTensorInfo* info = Find(name);
+  if (info == nullptr) {
+    return absl::NotFoundError(absl::StrCat(path_, ": no tensor named ", Q(name)));
+  }
+  if (info->dtype != "F32" && info->dtype != "F16" && info->dtype != "BF16") {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": tensor ", Q(name), " has dtype ",
+                                                   info->dtype,
+                                                   "; only F32, F16 and BF16 convert to float32"));
+  }
   const std::span<const uint8_t> raw = RawBytes(*info);
-  std::vector<float> out;
+  const std::size_t width = info->dtype == "F32" ? 4 : 2;
+  if (raw.size() / width != out.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": tensor ", Q(name), " has ",
+                                                   raw.size() / width, " elements, the buffer ",
+                                                   out.size()));
+  }
   if (info->dtype == "F32") {
-    out.resize(raw.size() / 4);
-    if (out.empty()) return out;
     if constexpr (std::endian::native == std::endian::little) {
-      std::memcpy(out.data(), raw.data(), raw.size());  // memcpy: the data may be unaligned.
+      if (!out.empty()) std::memcpy(out.data(), raw.data(), raw.size());  // may be unaligned
     } else {
       for (std::size_t i = 0; i < out.size(); ++i) {
         const uint8_t* p = raw.data() + 4 * i;
@@ -392,18 +411,21 @@ absl::StatusOr<std::vector<float>> SafetensorsFile::ReadAsFloat32(std::string_vi
   } else if (info->dtype == "F16") {
     // A table makes the per-element conversion a load; it is built once, thread-safely.
     static const std::vector<float> kHalfTable = BuildHalfTable();
-    out.resize(raw.size() / 2);
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = kHalfTable[LoadU16(raw.data() + 2 * i)];
-  } else if (info->dtype == "BF16") {
-    out.resize(raw.size() / 2);
+  } else {
     for (std::size_t i = 0; i < out.size(); ++i)
       out[i] = BFloat16ToFloat(LoadU16(raw.data() + 2 * i));
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat(path_, ": tensor ", Q(name), " has dtype ",
-                                                   info->dtype,
-                                                   "; only F32, F16 and BF16 convert to float32"));
   }
-  return out;
+  ReleasePages(raw);
+  return absl::OkStatus();
+}
+
+void SafetensorsFile::ReleasePages(std::span<const uint8_t> bytes) const {
+  // Only whole pages inside the range: a neighbouring tensor may share the edge pages.
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace transerve

@@ -66,12 +66,18 @@ class SafetensorsFile {
   // Copies the tensor as float32, converting F16 and BF16 exactly. Any other dtype is
   // INVALID_ARGUMENT naming the file, tensor and dtype; an unknown name is NOT_FOUND.
   absl::StatusOr<std::vector<float>> ReadAsFloat32(std::string_view name) const;
+  // The same into `out`, which must hold exactly the tensor's element count. The pages the
+  // tensor occupied are then handed back to the kernel, so loading a model does not hold the
+  // file and its float copy in memory at once (they fault back in if read again).
+  absl::Status ReadAsFloat32(std::string_view name, std::span<float> out) const;
 
   // The tensor's little-endian bytes inside the mapping (no alignment guarantee), valid while the
   // mapping lives. `info` must come from this file's Find().
   std::span<const uint8_t> RawBytes(const SafetensorsTensorInfo& info) const;
 
  private:
+  void ReleasePages(std::span<const uint8_t> bytes) const;
+
   // Owns one read-only mmap; unmaps on destruction, transfers on move.
   class Mapping {
    public:
