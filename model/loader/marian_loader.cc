@@ -259,6 +259,15 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& 
   if (!bias.ok()) return bias.status();
   w.output.bias = *std::move(bias);
 
+  // The position table is the one tensor sized by config.json alone, not by the file: bound it
+  // so a corrupt config is an error, not an allocation failure.
+  constexpr int64_t kMaxPositionTableBytes = int64_t{1} << 30;
+  if (c.max_position_embeddings * d * static_cast<int64_t>(sizeof(float)) >
+      kMaxPositionTableBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(model_dir, "/config.json: max_position_embeddings ", c.max_position_embeddings,
+                     " x d_model ", d, " is implausibly large"));
+  }
   w.encoder_positions = SinusoidalPositions(c.max_position_embeddings, d);
   w.decoder_positions = w.encoder_positions;
   if (auto s = UseStoredPositions(reader, weights_path, "model.encoder.embed_positions.weight",

@@ -107,6 +107,16 @@ TEST_F(MarianLoaderTest, MissingConfigKeyIsNamed) {
   ExpectErrorMentions(Load(), {"config.json", "d_model"});
 }
 
+TEST_F(MarianLoaderTest, ImplausiblePositionCountIsAnErrorNotAnAllocationFailure) {
+  std::ifstream in(dir_ / "config.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t pos = text.find("\"max_position_embeddings\": 256");
+  ASSERT_NE(pos, std::string::npos);
+  text.replace(pos, 30, "\"max_position_embeddings\": 900000000");
+  std::ofstream(dir_ / "config.json") << text;
+  ExpectErrorMentions(Load(), {"max_position_embeddings", "implausibly large"});
+}
+
 TEST_F(MarianLoaderTest, PytorchBinOnlyDirectoryExplainsWhatToDo) {
   fs::rename(weights_path(), dir_ / "pytorch_model.bin");
   ExpectErrorMentions(Load(), {"model.safetensors", "pytorch_model.bin"});
