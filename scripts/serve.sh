@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# README's first command: installs what is missing, builds Release, then runs transerve-server in
+# the foreground on models/en-de-small (port 50051, metrics on 9464). Until that model exists,
+# it serves a RANDOM model generated into build/ (its output is gibberish) and says so.
+# Extra arguments go to transerve-server, e.g. ./scripts/serve.sh --batching=static
+# PORT and METRICS_PORT override the ports.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/setup.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j"$(nproc)" --target transerve-server transerve-client
+
+port="${PORT:-50051}"
+metrics_port="${METRICS_PORT:-9464}"
+model="models/en-de-small"
+if [ ! -f "$model/config.json" ]; then
+  model="build/random-marian"
+  if [ ! -f "$model/config.json" ]; then
+    echo "serve: $model: generating a random model (tools/reference/make_random_model.py)"
+    /usr/bin/python3 tools/reference/make_random_model.py --out "$model" --d_model 64 \
+      --encoder_layers 2 --decoder_layers 3 --heads 4 --ffn 128 --spm_vocab_size 250 \
+      --max_position_embeddings 256 --activation swish --dtype f32 --seed 1
+  fi
+  echo "serve: WARNING: models/en-de-small does not exist yet; serving a RANDOM model ($model)."
+  echo "serve:          Its translations are meaningless; it only shows that the server works."
+fi
+name="$(basename "$model")"
+
+cat <<MSG
+serve: starting transerve-server on port $port (metrics: http://localhost:$metrics_port/metrics)
+serve: call it from another shell:
+  build/bin/transerve-client --target=localhost:$port "Hello world." "How are you?"
+  echo "Good morning." | build/bin/transerve-client --target=localhost:$port --stream --show_scores
+  build/bin/transerve-client --target=localhost:$port --model=$name --beam_size=4 "Thank you."
+  build/bin/transerve-client --target=localhost:$port --list_models
+  curl -s localhost:$metrics_port/metrics | grep ^transerve_
+serve: Ctrl-C (SIGINT) or SIGTERM drains and stops it.
+MSG
+exec build/bin/transerve-server --model_dir="$model" --port="$port" \
+  --metrics_port="$metrics_port" "$@"

@@ -1,0 +1,101 @@
+#include "server/request_validation.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "model/tokenizer/utf8.h"
+
+namespace transerve {
+
+int64_t CountCodePoints(std::string_view text) {
+  int64_t n = 0;
+  for (char c : text) n += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+absl::StatusOr<DecodingOptions> ResolveOptions(const v1::DecodingOptions& requested,
+                                               const Translator& translator,
+                                               const RequestLimits& limits) {
+  if (requested.return_alignment()) {
+    return absl::UnimplementedError("return_alignment is not implemented yet by this server");
+  }
+  DecodingOptions o = translator.DefaultOptions();
+  if (requested.beam_size() < 0 || requested.max_length() < 0 || requested.min_length() < 0 ||
+      requested.num_hypotheses() < 0) {
+    return absl::InvalidArgumentError(
+        "beam_size, max_length, min_length and num_hypotheses must not be negative");
+  }
+  if (requested.beam_size() > 0) o.beam_size = requested.beam_size();
+  if (requested.max_length() > 0) o.max_length = requested.max_length();
+  if (requested.min_length() > 0) o.min_length = requested.min_length();
+  if (requested.has_length_penalty()) o.length_penalty = requested.length_penalty();
+  o.num_hypotheses = requested.num_hypotheses() > 0 ? requested.num_hypotheses() : 1;
+  // The server's limits cap the model's defaults too, so a default never exceeds them.
+  if (requested.beam_size() == 0) o.beam_size = std::min(o.beam_size, limits.max_beam_size);
+  if (requested.max_length() == 0) o.max_length = std::min(o.max_length, limits.max_length);
+  o.min_length = std::min(o.min_length, o.max_length);
+  if (o.beam_size > limits.max_beam_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "beam_size ", o.beam_size, " is over this server's limit of ", limits.max_beam_size));
+  }
+  if (o.max_length > limits.max_length) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_length ", o.max_length, " is over this server's limit of ", limits.max_length));
+  }
+  if (auto s = translator.ValidateOptions(o); !s.ok()) return s;
+  return o;
+}
+
+absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& request,
+                                               const Translator& translator,
+                                               const RequestLimits& limits) {
+  if (request.texts().empty()) {
+    return absl::InvalidArgumentError("texts is empty: give at least one text to translate");
+  }
+  if (request.texts_size() > limits.max_texts) {
+    return absl::InvalidArgumentError(absl::StrCat("request has ", request.texts_size(),
+                                                   " texts; this server accepts at most ",
+                                                   limits.max_texts, " per request"));
+  }
+  PreparedRequest prepared;
+  auto options = ResolveOptions(request.options(), translator, limits);
+  if (!options.ok()) return options.status();
+  prepared.options = *options;
+  prepared.return_scores = request.options().return_scores();
+  prepared.sources.reserve(request.texts_size());
+  for (int i = 0; i < request.texts_size(); ++i) {
+    const std::string& text = request.texts(i);
+    size_t bad = 0;
+    if (!utf8::IsValid(text, &bad)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("texts[", i, "] is not valid UTF-8 (at byte ", bad, ")"));
+    }
+    const int64_t chars = CountCodePoints(text);
+    if (chars > limits.max_text_chars) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "texts[", i, "] has ", chars, " characters; the limit is ", limits.max_text_chars));
+    }
+    auto ids = translator.Tokenize(text, request.options().truncate());
+    if (!ids.ok()) {
+      return absl::Status(ids.status().code(),
+                          absl::StrCat("texts[", i, "]: ", ids.status().message()));
+    }
+    if (static_cast<int64_t>(ids->size()) > limits.max_source_tokens) {
+      if (!request.options().truncate()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("texts[", i, "] is ", ids->size(),
+                         " tokens (EOS included); this server accepts at most ",
+                         limits.max_source_tokens, " (or set options.truncate)"));
+      }
+      const int32_t eos = ids->back();
+      ids->resize(static_cast<size_t>(limits.max_source_tokens));
+      ids->back() = eos;
+    }
+    prepared.source_tokens += static_cast<int64_t>(ids->size());
+    prepared.sources.push_back(*std::move(ids));
+  }
+  return prepared;
+}
+
+}  // namespace transerve

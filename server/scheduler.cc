@@ -1,0 +1,372 @@
+#include "server/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "model/core/logging.h"
+#include "model/ops/kv_cache.h"
+
+namespace transerve {
+
+struct Scheduler::Entry {
+  SentenceJob job;
+  absl::Time submitted;
+  // Steps whose progress was already reported before a preemption: the restarted search
+  // replays them (same ids, decoding is deterministic), so they are not reported again.
+  int reported_steps = 0;
+  bool first_token_seen = false;
+  bool queue_wait_seen = false;  // a preempted entry's wait counts once, at first admission
+};
+
+struct Scheduler::Active {
+  std::unique_ptr<Entry> entry;
+  std::unique_ptr<SentenceSearch> search;
+  int steps = 0;
+};
+
+namespace {
+
+// Answers a job exactly once: the callback is moved out before it runs.
+void Answer(SentenceJob& job, absl::StatusOr<SearchResult> result) {
+  auto on_done = std::move(job.on_done);
+  job.on_done = nullptr;
+  if (on_done) on_done(std::move(result));
+}
+
+// Why a job must leave now, or OK. The deadline is checked first: a job past its deadline is
+// answered DEADLINE_EXCEEDED even if its caller also went away.
+absl::Status LeaveReason(const SentenceJob& job, absl::Time now) {
+  if (now >= job.deadline) {
+    return absl::DeadlineExceededError("deadline exceeded before the translation finished");
+  }
+  if (job.cancelled && job.cancelled()) return absl::CancelledError("cancelled by the caller");
+  return absl::OkStatus();
+}
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+}  // namespace
+
+Scheduler::Scheduler(Translator* translator, SchedulerOptions options)
+    : translator_(translator), options_(options) {
+  // Started last: every member the loop touches exists by now.
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Scheduler::~Scheduler() { Shutdown(absl::ZeroDuration()); }
+
+void Scheduler::SetObserver(Observer* observer) { observer_.store(observer); }
+
+absl::Status Scheduler::Submit(std::vector<SentenceJob> jobs) {
+  for (const SentenceJob& job : jobs) {
+    if (!job.on_done) return absl::InvalidArgumentError("every job needs an on_done callback");
+  }
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  if (draining_) return absl::UnavailableError("the server is shutting down");
+  const int64_t queued = static_cast<int64_t>(incoming_.size()) + backlog_size_;
+  if (queued + static_cast<int64_t>(jobs.size()) > options_.max_queue) {
+    return absl::ResourceExhaustedError(absl::StrCat("the queue is full (", queued, " of ",
+                                                     options_.max_queue, " sentences queued, ",
+                                                     jobs.size(), " more asked)"));
+  }
+  for (SentenceJob& job : jobs) {
+    auto entry = std::make_unique<Entry>();
+    entry->job = std::move(job);
+    entry->submitted = now;
+    incoming_.push_back(std::move(entry));
+  }
+  stats_.queued = queued + static_cast<int64_t>(jobs.size());
+  return absl::OkStatus();
+}
+
+void Scheduler::Shutdown(absl::Duration timeout) {
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time deadline = absl::Now() + timeout;
+    // A second call may only shorten the drain.
+    if (!draining_ || deadline < drain_deadline_) drain_deadline_ = deadline;
+    draining_ = true;
+  }
+  absl::MutexLock lock(&join_mu_);
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+Scheduler::Stats Scheduler::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+bool Scheduler::HasIncomingOrDraining() const { return !incoming_.empty() || draining_; }
+
+void Scheduler::Loop() {
+  while (true) {
+    bool draining;
+    absl::Time drain_deadline;
+    {
+      absl::MutexLock lock(&mu_);
+      if (live_.empty() && backlog_.empty()) {
+        // Idle: sleep until work arrives or a shutdown starts, never spin.
+        mu_.Await(absl::Condition(this, &Scheduler::HasIncomingOrDraining));
+      }
+      for (auto& entry : incoming_) backlog_.push_back(std::move(entry));
+      incoming_.clear();
+      backlog_size_ = static_cast<int64_t>(backlog_.size());
+      draining = draining_;
+      drain_deadline = drain_deadline_;
+    }
+    absl::Time now = absl::Now();
+    if (draining && now >= drain_deadline) {
+      AnswerEverything(absl::UnavailableError("shut down before the translation finished"));
+      break;
+    }
+    if (draining && live_.empty() && backlog_.empty()) break;
+
+    DropFinishedByCaller(now);
+    if (options_.mode == BatchingMode::kContinuous || live_.empty()) {
+      Admit(now);
+      PublishStats();  // the queue just shrank: Submit may use the room during the step
+    }
+    if (!live_.empty()) StepOnce();
+    PublishStats();
+  }
+  PublishStats();
+}
+
+void Scheduler::DropFinishedByCaller(absl::Time now) {
+  // Queued jobs: answered without ever being encoded.
+  for (auto it = backlog_.begin(); it != backlog_.end();) {
+    absl::Status reason = LeaveReason((*it)->job, now);
+    if (reason.ok()) {
+      ++it;
+      continue;
+    }
+    std::unique_ptr<Entry> entry = std::move(*it);
+    it = backlog_.erase(it);
+    Answer(entry->job, std::move(reason));
+  }
+  // Live ones: the search is destroyed first, so its KV blocks are back in the pool by the
+  // time the caller hears about it.
+  for (size_t i = 0; i < live_.size();) {
+    absl::Status reason = LeaveReason(live_[i].entry->job, now);
+    if (reason.ok()) {
+      ++i;
+      continue;
+    }
+    Active leaving = std::move(live_[i]);
+    live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
+    leaving.search.reset();
+    kv_pressure_ = false;
+    Answer(leaving.entry->job, std::move(reason));
+  }
+}
+
+int64_t Scheduler::KvHeadroomBlocks(const DecodingOptions& options) const {
+  return static_cast<int64_t>(options.beam_size) * translator_->model().transformer.decoder_layers;
+}
+
+int64_t Scheduler::KvCapacityBlocks() const {
+  if (options_.kv_cache_max_bytes > 0) {
+    // The same rounding as the Translator's pool.
+    const int64_t block_bytes = 2 * kKvBlockPositions * translator_->kv_pool().d_model() *
+                                static_cast<int64_t>(sizeof(float));
+    return std::max<int64_t>(1, options_.kv_cache_max_bytes / block_bytes);
+  }
+  return learned_capacity_blocks_;  // 0 until the pool has been seen full
+}
+
+void Scheduler::Admit(absl::Time now) {
+  if (backlog_.empty()) return;
+  if (kv_pressure_ && !live_.empty()) return;
+  const int64_t capacity = KvCapacityBlocks();
+  int64_t kv_committed = translator_->kv_pool().blocks_in_use();
+  for (const Active& a : live_) kv_committed += KvHeadroomBlocks(a.entry->job.options);
+
+  std::vector<std::unique_ptr<Entry>> batch;
+  int64_t tokens = 0;
+  // At least one live sentence whatever the options say, or nothing would ever run.
+  const int64_t room = std::max<int64_t>(
+      0, std::max(1, options_.max_batch_sequences) - static_cast<int64_t>(live_.size()));
+  // FIFO: stop at the first job that does not fit, so a long sentence is never overtaken
+  // forever by shorter ones.
+  while (!backlog_.empty() && static_cast<int64_t>(batch.size()) < room) {
+    const SentenceJob& job = backlog_.front()->job;
+    const int64_t job_tokens = static_cast<int64_t>(job.source_ids.size());
+    const int64_t job_kv = KvHeadroomBlocks(job.options);
+    const bool first = batch.empty() && live_.empty();  // always admissible: no starvation
+    if (!first) {
+      // A sentence longer than max_batch_tokens is admitted as a batch of its own.
+      if (!batch.empty() && tokens + job_tokens > options_.max_batch_tokens) break;
+      if (capacity > 0 && kv_committed + job_kv > capacity) break;
+    }
+    tokens += job_tokens;
+    kv_committed += job_kv;
+    batch.push_back(std::move(backlog_.front()));
+    backlog_.pop_front();
+  }
+  if (!batch.empty()) EncodeAndStart(std::move(batch), now);
+}
+
+void Scheduler::EncodeAndStart(std::vector<std::unique_ptr<Entry>> batch, absl::Time now) {
+  // Longest first: similar lengths side by side (what a padded encoder wants; the packed CPU
+  // encoder does not care, the padding ratio is reported either way).
+  std::stable_sort(batch.begin(), batch.end(), [](const auto& a, const auto& b) {
+    return a->job.source_ids.size() > b->job.source_ids.size();
+  });
+  std::vector<std::vector<int32_t>> sources;
+  sources.reserve(batch.size());
+  int64_t tokens = 0;
+  for (const auto& entry : batch) {
+    sources.push_back(entry->job.source_ids);
+    tokens += static_cast<int64_t>(entry->job.source_ids.size());
+  }
+  auto encoded = translator_->Encode(sources);
+  std::vector<absl::StatusOr<std::shared_ptr<const CrossKv>>> per_source;
+  if (encoded.ok()) {
+    for (auto& kv : *encoded) per_source.emplace_back(std::move(kv));
+  } else {
+    // One bad source must not fail its neighbours: encode each alone to find the culprit.
+    for (const auto& source : sources) {
+      auto one = translator_->Encode(std::span(&source, 1));
+      if (one.ok()) {
+        per_source.emplace_back(std::move((*one)[0]));
+      } else {
+        per_source.emplace_back(one.status());
+      }
+    }
+  }
+  ++batches_admitted_;
+  Observer* observer = observer_.load();
+  if (observer != nullptr) {
+    const double longest = static_cast<double>(sources.front().size());
+    const double padded = longest * static_cast<double>(sources.size());
+    observer->OnBatch(static_cast<int>(sources.size()), static_cast<int>(tokens),
+                      padded > 0 ? 1.0 - static_cast<double>(tokens) / padded : 0.0);
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    std::unique_ptr<Entry>& entry = batch[i];
+    if (!per_source[i].ok()) {
+      Answer(entry->job, per_source[i].status());
+      continue;
+    }
+    if (!entry->queue_wait_seen) {
+      entry->queue_wait_seen = true;
+      if (observer != nullptr) observer->OnQueueWait(Seconds(now - entry->submitted));
+    }
+    Active active;
+    active.search = translator_->StartSearch(*std::move(per_source[i]), entry->job.options);
+    active.entry = std::move(entry);
+    live_.push_back(std::move(active));
+  }
+}
+
+void Scheduler::Preempt(size_t index) {
+  Active preempted = std::move(live_[index]);
+  live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(index));
+  preempted.search.reset();  // blocks back to the pool now
+  preempted.entry->reported_steps = std::max(preempted.entry->reported_steps, preempted.steps);
+  backlog_.push_front(std::move(preempted.entry));
+  kv_pressure_ = true;
+  ++preemptions_;
+}
+
+void Scheduler::StepOnce() {
+  while (!live_.empty()) {
+    step_searches_.clear();
+    row_scratch_.clear();
+    for (Active& a : live_) {
+      step_searches_.push_back(a.search.get());
+      a.search->CollectRows(&row_scratch_);
+    }
+    const absl::Time start = absl::Now();
+    const absl::Status status = translator_->Step(step_searches_);
+    if (status.ok()) {
+      active_rows_ = static_cast<int64_t>(row_scratch_.size());
+      ++steps_;
+      if (Observer* observer = observer_.load(); observer != nullptr) {
+        observer->OnStep(static_cast<int>(row_scratch_.size()), Seconds(absl::Now() - start));
+      }
+      break;
+    }
+    if (status.code() != absl::StatusCode::kResourceExhausted) {
+      // Not expected from the engine: answer the live sentences rather than retry a step
+      // that cannot succeed; queued ones never touched the failed state and carry on.
+      Log().error("scheduler: decoder step failed: {}", status.ToString());
+      std::vector<Active> failed = std::move(live_);
+      live_.clear();
+      for (Active& a : failed) a.search.reset();
+      kv_pressure_ = false;
+      const absl::Status answer =
+          absl::InternalError(absl::StrCat("decoder step failed: ", status.message()));
+      for (Active& a : failed) Answer(a.entry->job, answer);
+      return;
+    }
+    // The pool is full. Now we know its size even if we were not told.
+    learned_capacity_blocks_ = translator_->kv_pool().blocks_allocated();
+    if (live_.size() > 1) {
+      Preempt(live_.size() - 1);  // the newest: the oldest keep their progress
+      continue;
+    }
+    Active alone = std::move(live_.back());
+    live_.pop_back();
+    alone.search.reset();
+    kv_pressure_ = false;
+    Answer(alone.entry->job,
+           absl::ResourceExhaustedError(
+               "the KV cache is too small for this sentence even with nothing else running"));
+    return;
+  }
+
+  const absl::Time now = absl::Now();
+  Observer* observer = observer_.load();
+  for (size_t i = 0; i < live_.size();) {
+    Active& a = live_[i];
+    ++a.steps;
+    Entry& entry = *a.entry;
+    if (!entry.first_token_seen) {
+      entry.first_token_seen = true;
+      if (observer != nullptr) observer->OnFirstToken(Seconds(now - entry.submitted));
+    }
+    if (a.search->done()) {
+      SearchResult result = a.search->TakeResult();
+      Active finished = std::move(a);
+      live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
+      finished.search.reset();
+      kv_pressure_ = false;
+      Answer(finished.entry->job, std::move(result));
+      continue;
+    }
+    if (entry.job.on_progress && a.steps > entry.reported_steps) {
+      entry.job.on_progress(a.search->partial_ids());
+    }
+    ++i;
+  }
+}
+
+void Scheduler::AnswerEverything(const absl::Status& status) {
+  std::vector<Active> live = std::move(live_);
+  live_.clear();
+  for (Active& a : live) a.search.reset();
+  kv_pressure_ = false;
+  for (Active& a : live) Answer(a.entry->job, status);
+  std::deque<std::unique_ptr<Entry>> backlog = std::move(backlog_);
+  backlog_.clear();
+  for (auto& entry : backlog) Answer(entry->job, status);
+}
+
+void Scheduler::PublishStats() {
+  int64_t rows = 0;
+  if (!live_.empty()) rows = active_rows_;
+  absl::MutexLock lock(&mu_);
+  backlog_size_ = static_cast<int64_t>(backlog_.size());
+  stats_.queued = static_cast<int64_t>(incoming_.size()) + backlog_size_;
+  stats_.active_sequences = static_cast<int64_t>(live_.size());
+  stats_.active_rows = rows;
+  stats_.kv_cache_bytes = translator_->kv_pool().bytes_in_use();
+  stats_.steps = steps_;
+  stats_.batches_admitted = batches_admitted_;
+  stats_.preemptions = preemptions_;
+}
+
+}  // namespace transerve

@@ -1,0 +1,162 @@
+// The scheduler of one model replica: it owns the replica's Translator (which is not
+// thread-safe) on one loop thread and turns sentences submitted from many threads into batched
+// encoder calls and batched decoder steps (docs/architecture.md section 4).
+//
+// Continuous mode: between two decoder steps the loop admits queued sentences (FIFO, encoded
+// together longest first, bounded by max_batch_tokens, by max_batch_sequences minus the live
+// ones, and by room in the KV cache), runs ONE Translator::Step over every live search, retires
+// finished sentences at once and reports progress for the others. Static mode forms a batch the
+// same way but only when nothing is live, and decodes it to the end. Outputs are identical in
+// both modes because the engine is batch-invariant in ids.
+//
+// KV cache policy. The pool may be bounded. A sentence is admitted while
+//   blocks in use (real lengths) + headroom of every live sentence + headroom of the new one
+// fits the pool, where headroom = beam_size x decoder_layers blocks: the most a sentence can
+// allocate during the next kKvBlockPositions steps (each row takes at most one new or
+// copied-on-write block per layer). When nothing is live a sentence is always admitted, so a
+// sentence never waits forever. If a step still finds the pool full, the most recently admitted
+// sentence is PREEMPTED: its search is destroyed (blocks returned) and it goes back to the front
+// of the queue, to be re-encoded and restarted from scratch later (no admission until some live
+// sentence leaves). Decoding is deterministic, so a restarted sentence produces the same output;
+// progress it had already reported is not reported again. Only a sentence that does not fit
+// in the pool alone is answered RESOURCE_EXHAUSTED. The oldest live sentence is never
+// preempted, so the loop always makes progress.
+//
+// Deadlines and cancellation are checked for queued and live sentences before admission and
+// between steps; such a sentence leaves (its search destroyed, blocks returned) and is answered
+// DEADLINE_EXCEEDED / CANCELLED. Every accepted job gets exactly one on_done.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "model/translator/translator.h"
+
+namespace transerve {
+
+enum class BatchingMode { kContinuous, kStatic };
+
+struct SchedulerOptions {
+  BatchingMode mode = BatchingMode::kContinuous;
+  // Live sentences (a beam-4 sentence counts once; its beams are rows).
+  int max_batch_sequences = 64;
+  // Source tokens admitted in one encoder batch (a single longer sentence is still admitted
+  // alone, so it never starves).
+  int max_batch_tokens = 8192;
+  // Queued sentences; Submit beyond it -> RESOURCE_EXHAUSTED.
+  int max_queue = 1024;
+  // The bound of the Translator's KV pool (the same value as
+  // TranslatorOptions::kv_cache_max_bytes), used to gate admission. 0: unknown or unbounded;
+  // the scheduler then learns the bound the first time the pool fills.
+  int64_t kv_cache_max_bytes = 0;
+};
+
+// One sentence to translate. Callbacks run on the scheduler thread and must not block.
+struct SentenceJob {
+  std::vector<int32_t> source_ids;  // tokenized, EOS included, already validated
+  DecodingOptions options;          // already validated by Translator::ValidateOptions
+  absl::Time deadline = absl::InfiniteFuture();
+  std::function<bool()> cancelled;  // may be empty; polled between steps
+  // May be empty; called after each step that added tokens.
+  std::function<void(const std::vector<int32_t>& partial_ids)> on_progress;
+  // Exactly once per job: the result, DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE (shut down),
+  // RESOURCE_EXHAUSTED (the sentence alone does not fit in the KV cache).
+  std::function<void(absl::StatusOr<SearchResult>)> on_done;
+};
+
+class Scheduler {
+ public:
+  // Starts the loop thread. `translator` must outlive the scheduler and is used by nobody else
+  // while the scheduler runs.
+  Scheduler(Translator* translator, SchedulerOptions options);
+  ~Scheduler();  // Shutdown(absl::ZeroDuration()) if still running
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // All-or-nothing: either every job is queued, or none is and the status says why
+  // (RESOURCE_EXHAUSTED when the queue would overflow, UNAVAILABLE when draining,
+  // INVALID_ARGUMENT for a job without on_done). May be called from callbacks.
+  absl::Status Submit(std::vector<SentenceJob> jobs);
+
+  // Stops admitting new work (Submit -> UNAVAILABLE), lets in-flight and queued sentences
+  // finish up to `timeout`, then answers what is left with UNAVAILABLE and joins the thread.
+  // Must not be called from a job's callback (it would wait for itself).
+  void Shutdown(absl::Duration timeout);
+
+  struct Stats {
+    int64_t queued = 0;
+    int64_t active_sequences = 0;
+    int64_t active_rows = 0;
+    int64_t kv_cache_bytes = 0;
+    int64_t steps = 0;
+    int64_t batches_admitted = 0;
+    int64_t preemptions = 0;  // sentences sent back to the queue because the KV cache was full
+  };
+  Stats stats() const;  // thread-safe snapshot (for metrics gauges)
+
+  // Optional observer hooks for metrics, called on the scheduler thread.
+  struct Observer {
+    virtual ~Observer() = default;
+    virtual void OnBatch(int /*sequences*/, int /*source_tokens*/, double /*padding_ratio*/) {}
+    virtual void OnStep(int /*rows*/, double /*seconds*/) {}
+    virtual void OnQueueWait(double /*seconds*/) {}
+    virtual void OnFirstToken(double /*seconds*/) {}
+  };
+  void SetObserver(Observer* observer);  // before the first Submit
+
+ private:
+  struct Entry;   // a job with its bookkeeping
+  struct Active;  // an admitted entry with its search
+
+  void Loop();
+  // Loop-thread helpers.
+  bool HasIncomingOrDraining() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void DropFinishedByCaller(absl::Time now);
+  void Admit(absl::Time now);
+  void EncodeAndStart(std::vector<std::unique_ptr<Entry>> batch, absl::Time now);
+  void StepOnce();
+  void Preempt(size_t index);
+  void AnswerEverything(const absl::Status& status);
+  void PublishStats();
+  int64_t KvHeadroomBlocks(const DecodingOptions& options) const;
+  int64_t KvCapacityBlocks() const;
+
+  Translator* const translator_;
+  const SchedulerOptions options_;
+  std::atomic<Observer*> observer_{nullptr};
+
+  mutable absl::Mutex mu_;
+  std::vector<std::unique_ptr<Entry>> incoming_ ABSL_GUARDED_BY(mu_);
+  int64_t backlog_size_ ABSL_GUARDED_BY(mu_) = 0;  // the loop's backlog_, as last published
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex join_mu_;  // serializes concurrent Shutdown calls around the join
+  std::thread thread_;
+
+  // Owned by the loop thread: queued entries (FIFO; preempted ones go back to the front) and
+  // live searches in admission order.
+  std::deque<std::unique_ptr<Entry>> backlog_;
+  std::vector<Active> live_;
+  std::vector<SentenceSearch*> step_searches_;
+  std::vector<DecoderRow> row_scratch_;
+  bool kv_pressure_ = false;  // a preemption happened; admit nothing until a sentence leaves
+  int64_t learned_capacity_blocks_ = 0;
+  int64_t active_rows_ = 0;
+  int64_t steps_ = 0;
+  int64_t batches_admitted_ = 0;
+  int64_t preemptions_ = 0;
+};
+
+}  // namespace transerve

@@ -1,0 +1,67 @@
+// transerve's gRPC server: the transerve.v1.Translator service (callback API, no thread per
+// request), grpc.health.v1, reflection and Prometheus metrics over one Scheduler per model.
+// Used by transerve-server's main and, in-process, by the integration tests. No gRPC headers
+// here, so including this is cheap.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/request_validation.h"
+#include "server/scheduler.h"
+
+namespace transerve {
+
+struct ServerConfig {
+  std::vector<std::string> model_dirs;           // name = directory base name; first = default
+  std::string address = "0.0.0.0:50051";         // port 0 picks a free port
+  std::string metrics_address = "0.0.0.0:9464";  // empty: no HTTP exposer
+  std::string device = "auto";
+  int num_threads = 0;
+  int64_t kv_cache_bytes = 0;  // per model; 0 = unbounded
+  SchedulerOptions scheduler;
+  RequestLimits limits;
+  int max_message_bytes = 16 << 20;
+  int keepalive_time_ms = 60000;
+  int keepalive_timeout_ms = 20000;
+  bool warmup = true;
+  // PEM files; both set: TLS instead of plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Non-empty: Translator calls must send the metadata "authorization: Bearer <token>", else
+  // UNAUTHENTICATED (health and reflection stay open).
+  std::string auth_token;
+};
+
+class TranserveServer {
+ public:
+  // Listens (health NOT_SERVING; Translate answers UNAVAILABLE until LoadModels is done).
+  static absl::StatusOr<std::unique_ptr<TranserveServer>> Start(const ServerConfig& config);
+  ~TranserveServer();  // Drain(0) if not drained yet
+
+  // Loads and warms up every model, starts their schedulers, then health goes SERVING.
+  absl::Status LoadModels();
+
+  // Health NOT_SERVING, new calls UNAVAILABLE, in-flight calls finish within `timeout` (the rest
+  // are answered UNAVAILABLE), then the server stops. Idempotent.
+  void Drain(absl::Duration timeout);
+
+  int port() const;
+  int metrics_port() const;  // -1 without an exposer
+  // The Prometheus text exposition (gauges refreshed first).
+  std::string MetricsText();
+  // One line for the start-up log: models, device, threads, limits, ports.
+  std::string Summary() const;
+
+  struct Impl;
+
+ private:
+  explicit TranserveServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace transerve

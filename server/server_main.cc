@@ -1,0 +1,211 @@
+// transerve-server: serves Marian models over gRPC (transerve.v1.Translator), with health,
+// reflection and Prometheus metrics. Every flag can also be set by the environment variable
+// TRANSERVE_<FLAG NAME IN CAPITALS>; the command line wins over the environment.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "model/core/logging.h"
+#include "model/ops/blas_kernel.h"
+#include "server/server.h"
+
+ABSL_FLAG(std::vector<std::string>, model_dir, {},
+          "Model directory (Hugging Face Marian layout); repeat or give a comma list to serve "
+          "several. The name is the directory's base name; the first is the default.");
+ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on");
+ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free one)");
+ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 picks a free one, -1 disables)");
+ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
+ABSL_FLAG(std::string, batching, "continuous", "continuous or static");
+ABSL_FLAG(int, max_batch_sequences, 64, "Most sentences decoded together");
+ABSL_FLAG(int, max_batch_tokens, 8192, "Most source tokens admitted in one encoder batch");
+ABSL_FLAG(int, max_queue, 1024, "Most queued sentences per model; beyond: RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, kv_cache_mb, 0, "KV cache pool per model, in MiB; 0 = unbounded");
+ABSL_FLAG(int, max_texts_per_request, 64, "Most texts in one request");
+ABSL_FLAG(int, max_text_chars, 4096, "Most Unicode characters per text");
+ABSL_FLAG(int, max_source_tokens, 512, "Most source tokens per text (EOS included)");
+ABSL_FLAG(int, max_beam_size, 8, "Largest beam_size a request may ask for");
+ABSL_FLAG(int, max_length, 512, "Largest max_length a request may ask for");
+ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
+          "On SIGTERM/SIGINT, time given to in-flight requests before they are cut off");
+ABSL_FLAG(int, num_threads, 0, "Compute threads; 0 = every core");
+ABSL_FLAG(int, max_message_mb, 16, "Largest gRPC message, in MiB");
+ABSL_FLAG(int, keepalive_time_ms, 60000, "gRPC keepalive ping interval");
+ABSL_FLAG(int, keepalive_timeout_ms, 20000, "gRPC keepalive ping timeout");
+ABSL_FLAG(bool, warmup, true, "Translate one sentence per model before reporting SERVING");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key, serve TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, auth_token, "",
+          "If set, Translator calls need the metadata 'authorization: Bearer TOKEN' "
+          "(else UNAUTHENTICATED); prefer TRANSERVE_AUTH_TOKEN over the command line");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug (one line per request), info, warn, error");
+
+namespace transerve {
+namespace {
+
+// TRANSERVE_<NAME> for every flag of this file, before the command line is parsed.
+void ApplyEnvironment() {
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (!absl::StrContains(flag->Filename(), "server_main")) continue;
+    std::string var = "TRANSERVE_";
+    for (char c : name) var += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const char* value = std::getenv(var.c_str());
+    if (value == nullptr) continue;
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      std::cerr << "transerve-server: " << var << "=" << value << ": " << error << "\n";
+      std::exit(2);
+    }
+  }
+}
+
+// --model_dir may be repeated: joins every occurrence into one comma list (absl keeps the last).
+std::vector<char*> JoinRepeatedModelDirs(int argc, char** argv, std::string* joined) {
+  std::vector<std::string> dirs;
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view a = argv[i];
+    if (a == "--") {
+      for (; i < argc; ++i) rest.push_back(argv[i]);
+      break;
+    }
+    if (absl::StartsWith(a, "--model_dir=") || absl::StartsWith(a, "-model_dir=")) {
+      dirs.emplace_back(a.substr(a.find('=') + 1));
+    } else if ((a == "--model_dir" || a == "-model_dir") && i + 1 < argc) {
+      dirs.emplace_back(argv[++i]);
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  if (!dirs.empty()) {
+    *joined = absl::StrCat("--model_dir=", absl::StrJoin(dirs, ","));
+    rest.push_back(joined->data());
+  }
+  return rest;
+}
+
+int Run() {
+  SetLogLevel(absl::GetFlag(FLAGS_log_level));
+  ServerConfig config;
+  for (const auto& d : absl::GetFlag(FLAGS_model_dir)) {
+    for (auto part : absl::StrSplit(d, ',', absl::SkipWhitespace())) {
+      config.model_dirs.emplace_back(part);
+    }
+  }
+  if (config.model_dirs.empty()) {
+    std::cerr << "transerve-server: --model_dir is required\n";
+    return 2;
+  }
+  const std::string batching = absl::GetFlag(FLAGS_batching);
+  if (batching == "continuous") {
+    config.scheduler.mode = BatchingMode::kContinuous;
+  } else if (batching == "static") {
+    config.scheduler.mode = BatchingMode::kStatic;
+  } else {
+    std::cerr << "transerve-server: --batching must be continuous or static\n";
+    return 2;
+  }
+  const std::string host = absl::GetFlag(FLAGS_host);
+  config.address = absl::StrCat(host, ":", absl::GetFlag(FLAGS_port));
+  const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  config.metrics_address = metrics_port < 0 ? "" : absl::StrCat(host, ":", metrics_port);
+  config.device = absl::GetFlag(FLAGS_device);
+  config.num_threads = absl::GetFlag(FLAGS_num_threads);
+  config.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_mb) << 20;
+  config.scheduler.max_batch_sequences = absl::GetFlag(FLAGS_max_batch_sequences);
+  config.scheduler.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  config.scheduler.max_queue = absl::GetFlag(FLAGS_max_queue);
+  config.limits.max_texts = absl::GetFlag(FLAGS_max_texts_per_request);
+  config.limits.max_text_chars = absl::GetFlag(FLAGS_max_text_chars);
+  config.limits.max_source_tokens = absl::GetFlag(FLAGS_max_source_tokens);
+  config.limits.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
+  config.limits.max_length = absl::GetFlag(FLAGS_max_length);
+  config.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
+  config.keepalive_time_ms = absl::GetFlag(FLAGS_keepalive_time_ms);
+  config.keepalive_timeout_ms = absl::GetFlag(FLAGS_keepalive_timeout_ms);
+  config.warmup = absl::GetFlag(FLAGS_warmup);
+  config.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  config.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  config.auth_token = absl::GetFlag(FLAGS_auth_token);
+  if (config.scheduler.max_batch_sequences < 1 || config.scheduler.max_batch_tokens < 1 ||
+      config.scheduler.max_queue < 1 || config.limits.max_texts < 1 ||
+      config.limits.max_text_chars < 1 || config.limits.max_source_tokens < 2 ||
+      config.limits.max_beam_size < 1 || config.limits.max_length < 1) {
+    std::cerr << "transerve-server: batching, queue and request limits must be positive\n";
+    return 2;
+  }
+
+  // SIGTERM/SIGINT are taken synchronously by one thread; block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = TranserveServer::Start(config);
+  if (!server.ok()) {
+    Log().error("cannot start: {}", server.status().ToString());
+    return 1;
+  }
+  Log().info("listening on {}:{} (metrics port {}); loading models", host, (*server)->port(),
+             (*server)->metrics_port());
+  std::atomic<bool> load_failed{false};
+  std::thread loader([&] {
+    if (auto s = (*server)->LoadModels(); !s.ok()) {
+      Log().error("cannot load models: {}", s.ToString());
+      load_failed.store(true);
+      kill(getpid(), SIGTERM);
+      return;
+    }
+    Log().info("serving: {}", (*server)->Summary());
+  });
+  int sig = 0;
+  sigwait(&signals, &sig);
+  loader.join();
+  if (load_failed.load()) {
+    (*server)->Drain(absl::ZeroDuration());
+    return 1;
+  }
+  const absl::Duration drain = absl::GetFlag(FLAGS_drain_timeout);
+  Log().info("signal {}: draining (up to {})", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+             absl::FormatDuration(drain));
+  (*server)->Drain(drain);
+  Log().info("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace transerve
+
+int main(int argc, char** argv) {
+  transerve::EnsureFastBlasKernel(argv);
+  absl::SetProgramUsageMessage(
+      "Serves Marian translation models over gRPC.\n"
+      "  transerve-server --model_dir=DIR[,DIR...] [--port=50051] [--metrics_port=9464]\n"
+      "                   [--device=auto|cpu|cuda] [--batching=continuous|static]\n"
+      "Every flag may also come from TRANSERVE_<NAME> (e.g. TRANSERVE_MODEL_DIR).");
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view) { return true; };
+  absl::SetFlagsUsageConfig(usage);
+  transerve::ApplyEnvironment();
+  std::string joined;
+  std::vector<char*> args = transerve::JoinRepeatedModelDirs(argc, argv, &joined);
+  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  return transerve::Run();
+}

@@ -1,0 +1,608 @@
+// The scheduler against the tiny fixture model: same outputs as the Translator alone in both
+// batching modes, one answer per job whatever happens (deadline, cancellation, full queue,
+// shutdown, a tiny KV cache), and continuous batching letting a short job overtake a long one.
+#include "server/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <iostream>
+#include <optional>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "tests/model/translator/fixtures.h"
+
+namespace transerve {
+namespace {
+
+constexpr absl::Duration kWait = absl::Seconds(30);
+
+DecodingOptions Greedy(int max_length) {
+  DecodingOptions o;
+  o.beam_size = 1;
+  o.max_length = max_length;
+  return o;
+}
+
+DecodingOptions Beam(int max_length) {
+  DecodingOptions o;
+  o.beam_size = 4;
+  o.num_hypotheses = 2;
+  o.max_length = max_length;
+  return o;
+}
+
+// What every job's callbacks saw: the answers (counted, to prove exactly one each), the number
+// of progress calls, and the order jobs finished in.
+class Outcomes {
+ public:
+  explicit Outcomes(size_t n) : results_(n), answers_(n, 0), progress_(n, 0) {}
+
+  SentenceJob Job(size_t i, std::vector<int32_t> source, const DecodingOptions& options) {
+    SentenceJob job;
+    job.source_ids = std::move(source);
+    job.options = options;
+    job.on_progress = [this, i](const std::vector<int32_t>&) {
+      absl::MutexLock lock(&mu_);
+      ++progress_[i];
+    };
+    job.on_done = [this, i](absl::StatusOr<SearchResult> result) {
+      absl::MutexLock lock(&mu_);
+      results_[i] = std::move(result);
+      ++answers_[i];
+      order_.push_back(i);
+    };
+    return job;
+  }
+
+  // Waits until `count` answers arrived in all (false on timeout).
+  bool WaitForAnswers(size_t count) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, count]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return order_.size() >= count; };
+    return mu_.AwaitWithTimeout(absl::Condition(&enough), kWait);
+  }
+
+  absl::StatusOr<SearchResult> result(size_t i) {
+    absl::MutexLock lock(&mu_);
+    if (!results_[i].has_value()) return absl::InternalError("no answer");
+    return *results_[i];
+  }
+  int answers(size_t i) {
+    absl::MutexLock lock(&mu_);
+    return answers_[i];
+  }
+  int progress(size_t i) {
+    absl::MutexLock lock(&mu_);
+    return progress_[i];
+  }
+  std::vector<size_t> order() {
+    absl::MutexLock lock(&mu_);
+    return order_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::optional<absl::StatusOr<SearchResult>>> results_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> answers_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> progress_ ABSL_GUARDED_BY(mu_);
+  std::vector<size_t> order_ ABSL_GUARDED_BY(mu_);
+};
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string name = testing::kFixtureNames[0];
+    const nlohmann::json expected = testing::LoadExpected(name);
+    max_length_ = expected["max_length"].get<int>();
+    sources_ = new std::vector<std::vector<int32_t>>();
+    for (const auto& c : expected["cases"]) {
+      sources_->push_back(c["source_ids"].get<std::vector<int32_t>>());
+    }
+    auto translator = NewTranslator(0);
+    ASSERT_TRUE(translator.ok()) << translator.status();
+    translator_ = translator->release();
+    // References: every sentence alone, through the Translator's own static path.
+    greedy_ = new std::vector<SearchResult>();
+    beam_ = new std::vector<SearchResult>();
+    for (const auto& s : *sources_) {
+      auto g = translator_->TranslateIds(std::span(&s, 1), Greedy(max_length_));
+      ASSERT_TRUE(g.ok()) << g.status();
+      greedy_->push_back((*g)[0]);
+      auto b = translator_->TranslateIds(std::span(&s, 1), Beam(max_length_));
+      ASSERT_TRUE(b.ok()) << b.status();
+      beam_->push_back((*b)[0]);
+    }
+  }
+  static void TearDownTestSuite() {
+    delete translator_;
+    delete sources_;
+    delete greedy_;
+    delete beam_;
+  }
+
+  static absl::StatusOr<std::unique_ptr<Translator>> NewTranslator(int64_t kv_cache_max_bytes) {
+    return Translator::Create({.model_dir = testing::FixtureModelDir(testing::kFixtureNames[0]),
+                               .device = "cpu",
+                               .num_threads = 1,
+                               .kv_cache_max_bytes = kv_cache_max_bytes});
+  }
+
+  static void ExpectSameResult(const absl::StatusOr<SearchResult>& got, const SearchResult& want,
+                               const std::string& what) {
+    ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+    ASSERT_EQ(got->hypotheses.size(), want.hypotheses.size()) << what;
+    for (size_t h = 0; h < want.hypotheses.size(); ++h) {
+      EXPECT_EQ(got->hypotheses[h].ids, want.hypotheses[h].ids) << what << " hypothesis " << h;
+      // GEMM kernels differ with the batch's row count: scores agree up to rounding.
+      EXPECT_NEAR(got->hypotheses[h].score, want.hypotheses[h].score,
+                  1e-5f * (1.0f + std::fabs(want.hypotheses[h].score)))
+          << what << " hypothesis " << h;
+    }
+  }
+
+  // A job whose first progress call parks the scheduler thread until released: the only way to
+  // hold the queue still from outside (callbacks must not block in production).
+  struct Parked {
+    absl::Notification entered;
+    absl::Notification release;
+  };
+  static SentenceJob ParkingJob(Outcomes* outcomes, size_t i, Parked* parked) {
+    SentenceJob job = outcomes->Job(i, (*sources_)[0], Greedy(max_length_));
+    auto count = std::move(job.on_progress);
+    job.on_progress = [count, parked](const std::vector<int32_t>& ids) {
+      count(ids);
+      if (!parked->entered.HasBeenNotified()) {
+        parked->entered.Notify();
+        parked->release.WaitForNotification();
+      }
+    };
+    return job;
+  }
+
+  static inline int max_length_ = 0;
+  static inline std::vector<std::vector<int32_t>>* sources_ = nullptr;
+  static inline Translator* translator_ = nullptr;
+  static inline std::vector<SearchResult>* greedy_ = nullptr;
+  static inline std::vector<SearchResult>* beam_ = nullptr;
+};
+
+struct ParityCase {
+  BatchingMode mode;
+  bool beam;
+};
+
+class SchedulerParityTest : public SchedulerTest,
+                            public ::testing::WithParamInterface<ParityCase> {};
+
+TEST_P(SchedulerParityTest, OutputsEqualTranslateIdsAlone) {
+  const ParityCase p = GetParam();
+  Scheduler scheduler(translator_,
+                      {.mode = p.mode, .max_batch_sequences = 16, .max_batch_tokens = 300});
+  struct BatchBounds : Scheduler::Observer {
+    void OnBatch(int sequences, int source_tokens, double) override {
+      EXPECT_LE(sequences, 16);
+      // Only a single sentence may exceed the token bound (it must not starve).
+      if (sequences > 1) {
+        EXPECT_LE(source_tokens, 300);
+      }
+    }
+  } bounds;
+  scheduler.SetObserver(&bounds);
+  const size_t n = sources_->size();
+  Outcomes outcomes(n);
+  // Two submissions so the second arrives while the first is being decoded.
+  std::vector<SentenceJob> first;
+  std::vector<SentenceJob> second;
+  for (size_t i = 0; i < n; ++i) {
+    (i < n / 2 ? first : second)
+        .push_back(
+            outcomes.Job(i, (*sources_)[i], p.beam ? Beam(max_length_) : Greedy(max_length_)));
+  }
+  ASSERT_TRUE(scheduler.Submit(std::move(first)).ok());
+  ASSERT_TRUE(scheduler.Submit(std::move(second)).ok());
+  ASSERT_TRUE(outcomes.WaitForAnswers(n));
+  for (size_t i = 0; i < n; ++i) {
+    ExpectSameResult(outcomes.result(i), (p.beam ? *beam_ : *greedy_)[i],
+                     "sentence " + std::to_string(i));
+    EXPECT_EQ(outcomes.answers(i), 1);
+  }
+  scheduler.Shutdown(absl::Seconds(5));
+  const Scheduler::Stats stats = scheduler.stats();
+  EXPECT_GT(stats.steps, 0);
+  EXPECT_GE(stats.batches_admitted, static_cast<int64_t>(n / 16));
+  EXPECT_EQ(stats.active_sequences, 0);
+  EXPECT_EQ(stats.queued, 0);
+  EXPECT_EQ(stats.kv_cache_bytes, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(ModesAndSearches, SchedulerParityTest,
+                         ::testing::Values(ParityCase{BatchingMode::kContinuous, false},
+                                           ParityCase{BatchingMode::kContinuous, true},
+                                           ParityCase{BatchingMode::kStatic, false},
+                                           ParityCase{BatchingMode::kStatic, true}),
+                         [](const auto& info) {
+                           return std::string(info.param.mode == BatchingMode::kContinuous
+                                                  ? "Continuous"
+                                                  : "Static") +
+                                  (info.param.beam ? "Beam4" : "Greedy");
+                         });
+
+TEST_F(SchedulerTest, ConcurrentSubmittersEachGetTheirOwnResult) {
+  Scheduler scheduler(translator_, {.max_batch_sequences = 8});
+  constexpr int kThreads = 4;
+  const size_t n = sources_->size();
+  Outcomes outcomes(n);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Thread t owns sentences t, t + kThreads, ...; odd ones use beam search. Alternate
+      // single submissions and pairs.
+      std::vector<SentenceJob> pending;
+      for (size_t i = static_cast<size_t>(t); i < n; i += kThreads) {
+        pending.push_back(
+            outcomes.Job(i, (*sources_)[i], i % 2 ? Beam(max_length_) : Greedy(max_length_)));
+        if (pending.size() == 1 + (i / kThreads) % 2) {
+          EXPECT_TRUE(scheduler.Submit(std::move(pending)).ok());
+          pending.clear();
+        }
+      }
+      if (!pending.empty()) {
+        EXPECT_TRUE(scheduler.Submit(std::move(pending)).ok());
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  ASSERT_TRUE(outcomes.WaitForAnswers(n));
+  for (size_t i = 0; i < n; ++i) {
+    ExpectSameResult(outcomes.result(i), (i % 2 ? *beam_ : *greedy_)[i],
+                     "sentence " + std::to_string(i));
+    EXPECT_EQ(outcomes.answers(i), 1) << i;
+  }
+}
+
+// Sentence 0 of the fixture generates max_length tokens greedily: the long job.
+TEST_F(SchedulerTest, ContinuousModeLetsAShortJobFinishWhileALongOneRuns) {
+  ASSERT_EQ((*greedy_)[0].hypotheses[0].ids.size(), static_cast<size_t>(max_length_));
+  for (BatchingMode mode : {BatchingMode::kContinuous, BatchingMode::kStatic}) {
+    Scheduler scheduler(translator_, {.mode = mode});
+    Outcomes outcomes(2);
+    SentenceJob long_job = outcomes.Job(0, (*sources_)[0], Greedy(max_length_));
+    auto count = std::move(long_job.on_progress);
+    std::atomic<bool> submitted{false};
+    // The short job arrives right after the long one's first step (submitted from the
+    // callback, so the timing is deterministic).
+    long_job.on_progress = [&, count](const std::vector<int32_t>& ids) {
+      count(ids);
+      if (!submitted.exchange(true)) {
+        std::vector<SentenceJob> jobs;
+        jobs.push_back(outcomes.Job(1, (*sources_)[3], Greedy(2)));
+        EXPECT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+      }
+    };
+    std::vector<SentenceJob> jobs;
+    jobs.push_back(std::move(long_job));
+    ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+    ASSERT_TRUE(outcomes.WaitForAnswers(2));
+    const std::vector<size_t> expected_order =
+        mode == BatchingMode::kContinuous ? std::vector<size_t>{1, 0} : std::vector<size_t>{0, 1};
+    EXPECT_EQ(outcomes.order(), expected_order)
+        << (mode == BatchingMode::kContinuous ? "continuous" : "static");
+    ExpectSameResult(outcomes.result(0), (*greedy_)[0], "long");
+    ASSERT_TRUE(outcomes.result(1).ok());
+    EXPECT_EQ(outcomes.result(1)->hypotheses[0].ids.size(), 2u);
+    EXPECT_EQ(outcomes.progress(0), max_length_ - 1);  // every step but the last
+  }
+}
+
+TEST_F(SchedulerTest, DeadlineInThePastIsDeadlineExceeded) {
+  Scheduler scheduler(translator_, {});
+  Outcomes outcomes(1);
+  std::vector<SentenceJob> jobs;
+  jobs.push_back(outcomes.Job(0, (*sources_)[0], Greedy(max_length_)));
+  jobs[0].deadline = absl::Now() - absl::Seconds(1);
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  ASSERT_TRUE(outcomes.WaitForAnswers(1));
+  EXPECT_EQ(outcomes.result(0).status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(outcomes.progress(0), 0);
+  EXPECT_EQ(outcomes.answers(0), 1);
+}
+
+TEST_F(SchedulerTest, DeadlinePassingMidDecodeIsDeadlineExceeded) {
+  Scheduler scheduler(translator_, {});
+  Outcomes outcomes(1);
+  std::vector<SentenceJob> jobs;
+  jobs.push_back(outcomes.Job(0, (*sources_)[0], Greedy(max_length_)));
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(300);
+  jobs[0].deadline = deadline;
+  auto count = std::move(jobs[0].on_progress);
+  jobs[0].on_progress = [count, deadline](const std::vector<int32_t>& ids) {
+    count(ids);
+    // Slow the decode down past the deadline.
+    absl::SleepFor(deadline - absl::Now() + absl::Milliseconds(5));
+  };
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  ASSERT_TRUE(outcomes.WaitForAnswers(1));
+  EXPECT_EQ(outcomes.result(0).status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_LE(outcomes.progress(0), 1);
+}
+
+TEST_F(SchedulerTest, CancelledMidDecodeIsCancelledAndGivesItsBlocksBack) {
+  Scheduler scheduler(translator_, {});
+  Outcomes outcomes(1);
+  std::atomic<bool> cancelled{false};
+  std::atomic<int64_t> bytes_in_use_at_answer{-1};
+  std::atomic<int64_t> bytes_in_use_while_running{0};
+  std::vector<SentenceJob> jobs;
+  jobs.push_back(outcomes.Job(0, (*sources_)[0], Beam(max_length_)));
+  jobs[0].cancelled = [&] { return cancelled.load(); };
+  auto count = std::move(jobs[0].on_progress);
+  jobs[0].on_progress = [&, count](const std::vector<int32_t>& ids) {
+    count(ids);
+    // Callbacks run on the scheduler thread, which owns the translator: reading its pool
+    // here is safe.
+    bytes_in_use_while_running = translator_->kv_pool().bytes_in_use();
+    if (ids.size() == 3) cancelled = true;
+  };
+  auto done = std::move(jobs[0].on_done);
+  jobs[0].on_done = [&, done](absl::StatusOr<SearchResult> result) {
+    bytes_in_use_at_answer = translator_->kv_pool().bytes_in_use();
+    done(std::move(result));
+  };
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  ASSERT_TRUE(outcomes.WaitForAnswers(1));
+  EXPECT_EQ(outcomes.result(0).status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(outcomes.progress(0), 3);  // it left before the next step
+  EXPECT_GT(bytes_in_use_while_running.load(), 0);
+  EXPECT_EQ(bytes_in_use_at_answer.load(), 0);
+}
+
+TEST_F(SchedulerTest, QueuedJobsThatExpireOrAreCancelledAreAnsweredWithoutRunning) {
+  Scheduler scheduler(translator_, {.mode = BatchingMode::kStatic});
+  Outcomes outcomes(4);
+  Parked parked;
+  std::vector<SentenceJob> jobs;
+  jobs.push_back(ParkingJob(&outcomes, 0, &parked));
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  parked.entered.WaitForNotification();  // static mode: the others wait in the queue
+  std::atomic<bool> cancelled{false};
+  jobs.clear();
+  for (size_t i = 1; i < 4; ++i) {
+    jobs.push_back(outcomes.Job(i, (*sources_)[i], Greedy(max_length_)));
+  }
+  jobs[0].deadline = absl::Now() + absl::Milliseconds(20);
+  jobs[1].cancelled = [&] { return cancelled.load(); };
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  cancelled = true;
+  absl::SleepFor(absl::Milliseconds(40));
+  parked.release.Notify();
+  ASSERT_TRUE(outcomes.WaitForAnswers(4));
+  EXPECT_EQ(outcomes.result(1).status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(outcomes.result(2).status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(outcomes.progress(1), 0);
+  EXPECT_EQ(outcomes.progress(2), 0);
+  ExpectSameResult(outcomes.result(0), (*greedy_)[0], "sentence 0");
+  ExpectSameResult(outcomes.result(3), (*greedy_)[3], "sentence 3");
+  // The two that left were answered while sentence 0 still ran (between its steps).
+  const std::vector<size_t> order = outcomes.order();
+  EXPECT_EQ(std::vector<size_t>(order.begin(), order.begin() + 2), (std::vector<size_t>{1, 2}));
+}
+
+TEST_F(SchedulerTest, FullQueueIsResourceExhaustedAndQueuesNothing) {
+  Scheduler scheduler(translator_, {.max_queue = 2});
+  Outcomes outcomes(6);
+  Parked parked;
+  std::vector<SentenceJob> jobs;
+  jobs.push_back(ParkingJob(&outcomes, 0, &parked));
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  parked.entered.WaitForNotification();  // job 0 is live, the queue is empty and stays so
+
+  auto make = [&](std::initializer_list<size_t> ids) {
+    std::vector<SentenceJob> v;
+    for (size_t i : ids) v.push_back(outcomes.Job(i, (*sources_)[i], Greedy(max_length_)));
+    return v;
+  };
+  EXPECT_EQ(scheduler.Submit(make({3, 4, 5})).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(scheduler.stats().queued, 0);
+  ASSERT_TRUE(scheduler.Submit(make({1, 2})).ok());  // nothing of the refused call took room
+  EXPECT_EQ(scheduler.stats().queued, 2);
+  EXPECT_EQ(scheduler.Submit(make({3})).code(), absl::StatusCode::kResourceExhausted);
+  parked.release.Notify();
+
+  ASSERT_TRUE(outcomes.WaitForAnswers(3));
+  scheduler.Shutdown(absl::Seconds(5));
+  for (size_t i : {0, 1, 2}) {
+    ExpectSameResult(outcomes.result(i), (*greedy_)[i], "sentence " + std::to_string(i));
+    EXPECT_EQ(outcomes.answers(i), 1);
+  }
+  for (size_t i : {3, 4, 5}) EXPECT_EQ(outcomes.answers(i), 0) << "refused job " << i;
+}
+
+TEST_F(SchedulerTest, ShutdownAnswersLeftoversUnavailableAndRefusesNewWork) {
+  Scheduler scheduler(translator_, {});
+  Outcomes outcomes(5);
+  Parked parked;
+  std::vector<SentenceJob> jobs;
+  jobs.push_back(ParkingJob(&outcomes, 0, &parked));
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  parked.entered.WaitForNotification();
+  jobs.clear();
+  for (size_t i = 1; i < 4; ++i) jobs.push_back(outcomes.Job(i, (*sources_)[i], Beam(32)));
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+
+  std::thread stopper([&] { scheduler.Shutdown(absl::ZeroDuration()); });
+  // Once draining, Submit refuses (job 4 must never be answered).
+  absl::Status refused;
+  int accepted = 0;  // submissions that got in before the drain started
+  for (int tries = 0; tries < 30000; ++tries) {
+    jobs.clear();
+    jobs.push_back(outcomes.Job(4, (*sources_)[4], Greedy(max_length_)));
+    refused = scheduler.Submit(std::move(jobs));
+    if (!refused.ok()) break;
+    ++accepted;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable);
+  parked.release.Notify();
+  stopper.join();
+  // Whatever got in before the drain started ends UNAVAILABLE too, each job once.
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(outcomes.result(i).status().code(), absl::StatusCode::kUnavailable) << i;
+    EXPECT_EQ(outcomes.answers(i), 1) << i;
+  }
+  EXPECT_EQ(outcomes.answers(4), accepted);
+  if (accepted > 0) {
+    EXPECT_EQ(outcomes.result(4).status().code(), absl::StatusCode::kUnavailable);
+  }
+  jobs.clear();
+  jobs.push_back(outcomes.Job(4, (*sources_)[4], Greedy(max_length_)));
+  EXPECT_EQ(scheduler.Submit(std::move(jobs)).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(SchedulerTest, ShutdownLetsQueuedWorkFinishWithinTheTimeout) {
+  Scheduler scheduler(translator_, {});
+  Outcomes outcomes(4);
+  Parked parked;
+  std::vector<SentenceJob> jobs;
+  jobs.push_back(ParkingJob(&outcomes, 0, &parked));
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  parked.entered.WaitForNotification();
+  jobs.clear();
+  for (size_t i = 1; i < 4; ++i) {
+    jobs.push_back(outcomes.Job(i, (*sources_)[i], Greedy(max_length_)));
+  }
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  std::thread stopper([&] { scheduler.Shutdown(absl::InfiniteDuration()); });
+  absl::SleepFor(absl::Milliseconds(20));
+  parked.release.Notify();
+  stopper.join();
+  for (size_t i = 0; i < 4; ++i) {
+    ExpectSameResult(outcomes.result(i), (*greedy_)[i], "sentence " + std::to_string(i));
+    EXPECT_EQ(outcomes.answers(i), 1);
+  }
+}
+
+// A pool with room for about one beam-4 sentence: admission waits, a full pool preempts (the
+// restarted sentence gives the same output), and every job is answered exactly once. Told the
+// pool's size or not (then the scheduler learns it when the pool first fills).
+class SchedulerTinyKvTest : public SchedulerTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(SchedulerTinyKvTest, EveryJobGetsItsResult) {
+  const bool told = GetParam();
+  const int64_t d_model = translator_->model().config.d_model;
+  const int64_t block_bytes = 2 * kKvBlockPositions * d_model * sizeof(float);
+  const int64_t pool_bytes = 40 * block_bytes;
+  for (BatchingMode mode : {BatchingMode::kContinuous, BatchingMode::kStatic}) {
+    SCOPED_TRACE(mode == BatchingMode::kContinuous ? "continuous" : "static");
+    auto translator = NewTranslator(pool_bytes);
+    ASSERT_TRUE(translator.ok()) << translator.status();
+    Scheduler scheduler(
+        translator->get(),
+        {.mode = mode, .max_batch_sequences = 16, .kv_cache_max_bytes = told ? pool_bytes : 0});
+    struct MaxRows : Scheduler::Observer {
+      void OnStep(int rows, double) override { max_rows = std::max(max_rows, rows); }
+      int max_rows = 0;  // scheduler thread only; read after Shutdown
+    } observer;
+    scheduler.SetObserver(&observer);
+    const size_t n = 24;
+    Outcomes outcomes(n);
+    std::vector<SentenceJob> jobs;
+    for (size_t i = 0; i < n; ++i) {
+      jobs.push_back(outcomes.Job(i, (*sources_)[i], Beam(max_length_)));
+    }
+    ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+    ASSERT_TRUE(outcomes.WaitForAnswers(n));
+    for (size_t i = 0; i < n; ++i) {
+      ExpectSameResult(outcomes.result(i), (*beam_)[i], "sentence " + std::to_string(i));
+      EXPECT_EQ(outcomes.answers(i), 1);
+    }
+    scheduler.Shutdown(absl::Seconds(5));
+    if (told) {
+      // Admission kept to what fits: 3 sentences of 4 beams x 3 layers of headroom in 40
+      // blocks.
+      EXPECT_LE(observer.max_rows, 12);
+    } else {
+      EXPECT_GT(scheduler.stats().preemptions, 0);
+    }
+    std::cout << "preemptions: " << scheduler.stats().preemptions
+              << ", most rows in a step: " << observer.max_rows << "\n";
+    EXPECT_EQ(scheduler.stats().kv_cache_bytes, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ToldOrLearned, SchedulerTinyKvTest, ::testing::Bool(),
+                         [](const auto& info) {
+                           return info.param ? std::string("Told") : std::string("Learned");
+                         });
+
+TEST_F(SchedulerTest, KvCacheTooSmallForAnySentenceAnswersResourceExhausted) {
+  auto translator = NewTranslator(1);  // one block: less than a sentence's first step
+  ASSERT_TRUE(translator.ok()) << translator.status();
+  Scheduler scheduler(translator->get(), {.kv_cache_max_bytes = 1});
+  const size_t n = 6;
+  Outcomes outcomes(n);
+  std::vector<SentenceJob> jobs;
+  for (size_t i = 0; i < n; ++i) {
+    jobs.push_back(outcomes.Job(i, (*sources_)[i], i % 2 ? Beam(32) : Greedy(32)));
+  }
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  ASSERT_TRUE(outcomes.WaitForAnswers(n));
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(outcomes.result(i).status().code(), absl::StatusCode::kResourceExhausted) << i;
+    EXPECT_EQ(outcomes.answers(i), 1);
+  }
+}
+
+class CountingObserver : public Scheduler::Observer {
+ public:
+  void OnBatch(int sequences, int source_tokens, double padding_ratio) override {
+    batches += 1;
+    sequences_admitted += sequences;
+    EXPECT_GT(source_tokens, 0);
+    EXPECT_GE(padding_ratio, 0.0);
+    EXPECT_LT(padding_ratio, 1.0);
+  }
+  void OnStep(int rows, double seconds) override {
+    steps += 1;
+    EXPECT_GT(rows, 0);
+    EXPECT_GE(seconds, 0.0);
+  }
+  void OnQueueWait(double seconds) override {
+    waits += 1;
+    EXPECT_GE(seconds, 0.0);
+  }
+  void OnFirstToken(double seconds) override {
+    first_tokens += 1;
+    EXPECT_GE(seconds, 0.0);
+  }
+  // Only touched on the scheduler thread, read after Shutdown joined it.
+  int batches = 0, sequences_admitted = 0, steps = 0, waits = 0, first_tokens = 0;
+};
+
+TEST_F(SchedulerTest, ObserverSeesEveryBatchStepAndJob) {
+  Scheduler scheduler(translator_, {.max_batch_sequences = 4});
+  CountingObserver observer;
+  scheduler.SetObserver(&observer);
+  const size_t n = 10;
+  Outcomes outcomes(n);
+  std::vector<SentenceJob> jobs;
+  for (size_t i = 0; i < n; ++i) {
+    jobs.push_back(outcomes.Job(i, (*sources_)[i], Greedy(max_length_)));
+  }
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  ASSERT_TRUE(outcomes.WaitForAnswers(n));
+  scheduler.Shutdown(absl::Seconds(5));
+  const Scheduler::Stats stats = scheduler.stats();
+  EXPECT_EQ(observer.sequences_admitted, static_cast<int>(n));
+  EXPECT_EQ(observer.waits, static_cast<int>(n));
+  EXPECT_EQ(observer.first_tokens, static_cast<int>(n));
+  EXPECT_EQ(observer.batches, stats.batches_admitted);
+  EXPECT_EQ(observer.steps, stats.steps);
+  EXPECT_GE(observer.batches, 3);  // at most 4 live sentences at a time
+}
+
+}  // namespace
+}  // namespace transerve
