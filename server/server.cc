@@ -134,6 +134,26 @@ struct TranserveServer::Impl {
     return absl::NotFoundError(absl::StrCat("unknown model '", name,
                                             "'; this server serves: ", absl::StrJoin(names, ", ")));
   }
+  // What a translation call must pass before anything is queued: token, model, request limits
+  // (tokenizing on this gRPC thread), deadline. `model_name` is set as soon as the model is
+  // known, so a rejected request is still counted under it.
+  struct Admission {
+    ServedModel* model;
+    PreparedRequest prepared;
+    absl::Time deadline;
+  };
+  absl::StatusOr<Admission> Admit(const grpc::CallbackServerContext* ctx,
+                                  const v1::TranslateRequest& request, std::string* model_name) {
+    if (auto s = Authenticate(ctx); !s.ok()) return s;
+    auto model = Resolve(request.model());
+    if (!model.ok()) return model.status();
+    *model_name = (*model)->name;
+    auto prepared = PrepareRequest(request, *(*model)->translator, config.limits);
+    if (!prepared.ok()) return prepared.status();
+    const absl::Time deadline = DeadlineOf(ctx);
+    if (deadline <= absl::Now()) return absl::DeadlineExceededError("deadline already passed");
+    return Admission{*model, *std::move(prepared), deadline};
+  }
   void Record(const char* method, grpc::StatusCode code, const std::string& model, absl::Time start,
               int texts) {
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
@@ -170,16 +190,11 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
 
  private:
   void Begin() {
-    if (auto s = impl_->Authenticate(ctx_); !s.ok()) return Fail(s);
-    auto model = impl_->Resolve(req_->model());
-    if (!model.ok()) return Fail(model.status());
-    model_ = *model;
-    model_name_ = model_->name;
-    auto prepared = PrepareRequest(*req_, *model_->translator, impl_->config.limits);
-    if (!prepared.ok()) return Fail(prepared.status());
-    const absl::Time deadline = deadline_ = DeadlineOf(ctx_);
-    if (deadline <= absl::Now())
-      return Fail(absl::DeadlineExceededError("deadline already passed"));
+    auto admission = impl_->Admit(ctx_, *req_, &model_name_);
+    if (!admission.ok()) return Fail(admission.status());
+    model_ = admission->model;
+    auto* prepared = &admission->prepared;
+    const absl::Time deadline = deadline_ = admission->deadline;
     return_scores_ = prepared->return_scores;
     num_hypotheses_ = prepared->options.num_hypotheses;
     source_tokens_ = prepared->source_tokens;
@@ -294,17 +309,11 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
 
  private:
   void Begin() {
-    if (auto s = impl_->Authenticate(ctx_); !s.ok()) return FailNow(s);
-    auto model = impl_->Resolve(req_->model());
-    if (!model.ok()) return FailNow(model.status());
-    model_ = *model;
-    model_name_ = model_->name;
-    auto prepared = PrepareRequest(*req_, *model_->translator, impl_->config.limits);
-    if (!prepared.ok()) return FailNow(prepared.status());
-    const absl::Time deadline = deadline_ = DeadlineOf(ctx_);
-    if (deadline <= absl::Now()) {
-      return FailNow(absl::DeadlineExceededError("deadline already passed"));
-    }
+    auto admission = impl_->Admit(ctx_, *req_, &model_name_);
+    if (!admission.ok()) return FailNow(admission.status());
+    model_ = admission->model;
+    auto* prepared = &admission->prepared;
+    const absl::Time deadline = deadline_ = admission->deadline;
     return_scores_ = prepared->return_scores;
     num_hypotheses_ = prepared->options.num_hypotheses;
     source_tokens_ = prepared->source_tokens;
