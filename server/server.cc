@@ -172,6 +172,27 @@ namespace {
 
 using Impl = TranserveServer::Impl;
 
+// One job per sentence of a prepared request; `on_done(i, result)` and, when set,
+// `on_progress(i, ids)` receive the sentence's index.
+std::vector<SentenceJob> MakeJobs(
+    PreparedRequest& prepared, absl::Time deadline, std::function<bool()> cancelled,
+    const std::function<void(size_t, absl::StatusOr<SearchResult>)>& on_done,
+    const std::function<void(size_t, const std::vector<int32_t>&)>& on_progress) {
+  std::vector<SentenceJob> jobs(prepared.sources.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    SentenceJob& job = jobs[i];
+    job.source_ids = std::move(prepared.sources[i]);
+    job.options = prepared.options;
+    job.deadline = deadline;
+    job.cancelled = cancelled;
+    if (on_progress) {
+      job.on_progress = [on_progress, i](const std::vector<int32_t>& ids) { on_progress(i, ids); };
+    }
+    job.on_done = [on_done, i](absl::StatusOr<SearchResult> r) { on_done(i, std::move(r)); };
+  }
+  return jobs;
+}
+
 // Aggregates the N sentences of one request (results in input order, the first error).
 // Finishes only after every job's on_done, so the RPC's context outlives all callbacks.
 class TranslateReactor final : public grpc::ServerUnaryReactor {
@@ -201,15 +222,9 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
     const size_t n = prepared->sources.size();
     results_.resize(n);
     remaining_ = n;
-    std::vector<SentenceJob> jobs(n);
-    for (size_t i = 0; i < n; ++i) {
-      SentenceJob& job = jobs[i];
-      job.source_ids = std::move(prepared->sources[i]);
-      job.options = prepared->options;
-      job.deadline = deadline;
-      job.cancelled = [this] { return cancelled_.load() || aborted_.load(); };
-      job.on_done = [this, i](absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); };
-    }
+    auto jobs = MakeJobs(
+        *prepared, deadline, [this] { return cancelled_.load() || aborted_.load(); },
+        [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); }, {});
     if (auto s = model_->scheduler->Submit(std::move(jobs)); !s.ok()) return Fail(s);
   }
 
@@ -321,18 +336,13 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
     const size_t n = prepared->sources.size();
     sent_.resize(n);
     remaining_ = n;
-    std::vector<SentenceJob> jobs(n);
-    for (size_t i = 0; i < n; ++i) {
-      SentenceJob& job = jobs[i];
-      job.source_ids = std::move(prepared->sources[i]);
-      job.options = prepared->options;
-      job.deadline = deadline;
-      job.cancelled = [this] { return cancelled_.load() || aborted_.load(); };
-      if (partials) {
-        job.on_progress = [this, i](const std::vector<int32_t>& ids) { OnProgress(i, ids); };
-      }
-      job.on_done = [this, i](absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); };
-    }
+    std::function<void(size_t, const std::vector<int32_t>&)> progress;
+    if (partials)
+      progress = [this](size_t i, const std::vector<int32_t>& ids) { OnProgress(i, ids); };
+    auto jobs = MakeJobs(
+        *prepared, deadline, [this] { return cancelled_.load() || aborted_.load(); },
+        [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); },
+        progress);
     if (auto s = model_->scheduler->Submit(std::move(jobs)); !s.ok()) return FailNow(s);
   }
 

@@ -345,7 +345,8 @@ TEST(ServerDeadlineTest, DeadlineExceeded) {
   EXPECT_EQ(s.error_code(), StatusCode::DEADLINE_EXCEEDED);
   // The server itself answered it so (the sentences left the batch at the deadline).
   bool counted = false;
-  for (int i = 0; i < 100 && !counted; ++i) {
+  // Under a loaded machine the server answers when its current decode step ends: allow 10 s.
+  for (int i = 0; i < 500 && !counted; ++i) {
     counted =
         server->MetricsText().find(
             R"(transerve_requests_total{code="DEADLINE_EXCEEDED",method="Translate",model="model"} 1)") !=
@@ -524,7 +525,8 @@ TEST(ServerCancelTest, CancelledCallIsAnsweredCancelledAndFreesTheBatch) {
   // The server answers the cancelled call (CANCELLED in its metrics) and stays usable.
   EXPECT_TRUE(Call(stub.get(), Request({"hello"}, 1, 8), &resp).ok());
   bool counted = false;
-  for (int i = 0; i < 100 && !counted; ++i) {
+  // Under a loaded machine the server answers when its current decode step ends: allow 10 s.
+  for (int i = 0; i < 500 && !counted; ++i) {
     counted =
         server->MetricsText().find(
             R"(transerve_requests_total{code="CANCELLED",method="Translate",model="model"} 1)") !=
