@@ -37,6 +37,7 @@ struct ServerMetrics::Families {
   prometheus::Family<prometheus::Histogram>* batch_sequences;
   prometheus::Family<prometheus::Histogram>* batch_tokens;
   prometheus::Family<prometheus::Histogram>* padding_ratio;
+  prometheus::Family<prometheus::Histogram>* encode_seconds;
   prometheus::Family<prometheus::Histogram>* step_seconds;
   prometheus::Family<prometheus::Histogram>* step_rows;
   prometheus::Family<prometheus::Histogram>* queue_wait;
@@ -78,6 +79,8 @@ ServerMetrics::ServerMetrics()
   f.batch_tokens = hist("transerve_batch_source_tokens", "Source tokens per encoder batch");
   f.padding_ratio =
       hist("transerve_batch_padding_ratio", "Share of padding positions in each encoder batch");
+  f.encode_seconds = hist("transerve_encode_duration_seconds",
+                          "Duration of one encoder batch, cross-attention keys/values included");
   f.step_seconds = hist("transerve_decode_step_duration_seconds", "Duration of one decoder step");
   f.step_rows = hist("transerve_decode_step_rows", "Decoder rows (hypotheses) per step");
   f.queue_wait = hist("transerve_queue_wait_seconds", "Time a sentence waits before admission");
@@ -123,6 +126,7 @@ ServerMetrics::ModelMetrics* ServerMetrics::AddModel(const std::string& model,
   m->batch_sequences_ = &f.batch_sequences->Add(l, CountBuckets());
   m->batch_tokens_ = &f.batch_tokens->Add(l, CountBuckets());
   m->padding_ratio_ = &f.padding_ratio->Add(l, RatioBuckets());
+  m->encode_seconds_ = &f.encode_seconds->Add(l, StepBuckets());
   m->step_seconds_ = &f.step_seconds->Add(l, StepBuckets());
   m->step_rows_ = &f.step_rows->Add(l, CountBuckets());
   m->queue_wait_ = &f.queue_wait->Add(l, SecondsBuckets());
@@ -157,8 +161,10 @@ std::string ServerMetrics::Text() const {
   return out.str();
 }
 
-void ServerMetrics::ModelMetrics::OnBatch(int sequences, int source_tokens, double padding_ratio) {
+void ServerMetrics::ModelMetrics::OnBatch(int sequences, int source_tokens, double padding_ratio,
+                                          double seconds) {
   batch_sequences_->Observe(sequences);
+  encode_seconds_->Observe(seconds);
   batch_tokens_->Observe(source_tokens);
   padding_ratio_->Observe(padding_ratio);
 }

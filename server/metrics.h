@@ -46,7 +46,7 @@ class ServerMetrics {
 
   class ModelMetrics : public Scheduler::Observer {
    public:
-    void OnBatch(int sequences, int source_tokens, double padding_ratio) override;
+    void OnBatch(int sequences, int source_tokens, double padding_ratio, double seconds) override;
     void OnStep(int rows, double seconds) override;
     void OnQueueWait(double seconds) override;
     void OnFirstToken(double seconds) override;
@@ -60,6 +60,7 @@ class ServerMetrics {
     prometheus::Histogram* batch_sequences_ = nullptr;
     prometheus::Histogram* batch_tokens_ = nullptr;
     prometheus::Histogram* padding_ratio_ = nullptr;
+    prometheus::Histogram* encode_seconds_ = nullptr;
     prometheus::Histogram* step_seconds_ = nullptr;
     prometheus::Histogram* step_rows_ = nullptr;
     prometheus::Histogram* queue_wait_ = nullptr;

@@ -12,6 +12,7 @@ namespace transerve {
 struct Scheduler::Entry {
   SentenceJob job;
   absl::Time submitted;
+  int64_t queued_at_step = 0;  // the loop's step count when it took the entry
   // Steps whose progress was already reported before a preemption: the restarted search
   // replays them (same ids, decoding is deterministic), so they are not reported again.
   int reported_steps = 0;
@@ -110,7 +111,10 @@ void Scheduler::Loop() {
         // Idle: sleep until work arrives or a shutdown starts, never spin.
         mu_.Await(absl::Condition(this, &Scheduler::HasIncomingOrDraining));
       }
-      for (auto& entry : incoming_) backlog_.push_back(std::move(entry));
+      for (auto& entry : incoming_) {
+        entry->queued_at_step = steps_;
+        backlog_.push_back(std::move(entry));
+      }
       incoming_.clear();
       backlog_size_ = static_cast<int64_t>(backlog_.size());
       draining = draining_;
@@ -188,6 +192,15 @@ void Scheduler::Admit(absl::Time now) {
   // At least one live sentence whatever the options say, or nothing would ever run.
   const int64_t room = std::max<int64_t>(
       0, std::max(1, options_.max_batch_sequences) - static_cast<int64_t>(live_.size()));
+  if (!live_.empty()) {
+    // Wait for a group worth an encoder call, unless the oldest has waited long enough.
+    const int64_t group =
+        std::min<int64_t>(std::max(1, options_.admission_group), options_.max_batch_sequences);
+    const bool group_ready = std::min<int64_t>(room, backlog_.size()) >= group;
+    const bool waited = steps_ - backlog_.front()->queued_at_step >=
+                        static_cast<int64_t>(options_.max_admission_wait_steps);
+    if (!group_ready && !waited) return;
+  }
   // FIFO: stop at the first job that does not fit, so a long sentence is never overtaken
   // forever by shorter ones.
   while (!backlog_.empty() && static_cast<int64_t>(batch.size()) < room) {
@@ -221,6 +234,7 @@ void Scheduler::EncodeAndStart(std::vector<std::unique_ptr<Entry>> batch, absl::
     sources.push_back(entry->job.source_ids);
     tokens += static_cast<int64_t>(entry->job.source_ids.size());
   }
+  const absl::Time encode_start = absl::Now();
   auto encoded = translator_->Encode(sources);
   std::vector<absl::StatusOr<std::shared_ptr<const CrossKv>>> per_source;
   if (encoded.ok()) {
@@ -242,7 +256,8 @@ void Scheduler::EncodeAndStart(std::vector<std::unique_ptr<Entry>> batch, absl::
     const double longest = static_cast<double>(sources.front().size());
     const double padded = longest * static_cast<double>(sources.size());
     observer->OnBatch(static_cast<int>(sources.size()), static_cast<int>(tokens),
-                      padded > 0 ? 1.0 - static_cast<double>(tokens) / padded : 0.0);
+                      padded > 0 ? 1.0 - static_cast<double>(tokens) / padded : 0.0,
+                      Seconds(absl::Now() - encode_start));
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     std::unique_ptr<Entry>& entry = batch[i];

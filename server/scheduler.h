@@ -53,6 +53,13 @@ struct SchedulerOptions {
   // Source tokens admitted in one encoder batch (a single longer sentence is still admitted
   // alone, so it never starves).
   int max_batch_tokens = 8192;
+  // Continuous mode, while sentences are live: queued sentences are admitted once at least
+  // this many can go together (room and queue allowing), or once the oldest has waited
+  // max_admission_wait_steps decoder steps. An encoder call costs a fixed amount (every encoder
+  // weight is read once per call) on top of its tokens, so admitting one sentence per step
+  // spends far more on encoding than a group does. 1: admit whatever is queued every step.
+  int admission_group = 8;
+  int max_admission_wait_steps = 4;
   // Queued sentences; Submit beyond it -> RESOURCE_EXHAUSTED.
   int max_queue = 1024;
   // The bound of the Translator's KV pool (the same value as
@@ -107,7 +114,10 @@ class Scheduler {
   // Optional observer hooks for metrics, called on the scheduler thread.
   struct Observer {
     virtual ~Observer() = default;
-    virtual void OnBatch(int /*sequences*/, int /*source_tokens*/, double /*padding_ratio*/) {}
+    // One encoder batch: its size, its padding share and how long the encoder (with the
+    // cross-attention keys/values) took.
+    virtual void OnBatch(int /*sequences*/, int /*source_tokens*/, double /*padding_ratio*/,
+                         double /*seconds*/) {}
     virtual void OnStep(int /*rows*/, double /*seconds*/) {}
     virtual void OnQueueWait(double /*seconds*/) {}
     virtual void OnFirstToken(double /*seconds*/) {}

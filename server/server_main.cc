@@ -34,6 +34,10 @@ ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 picks a free one
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
 ABSL_FLAG(std::string, batching, "continuous", "continuous or static");
 ABSL_FLAG(int, max_batch_sequences, 64, "Most sentences decoded together");
+ABSL_FLAG(int, admission_group, transerve::SchedulerOptions{}.admission_group,
+          "Continuous batching: sentences admitted together while others decode");
+ABSL_FLAG(int, max_admission_wait_steps, transerve::SchedulerOptions{}.max_admission_wait_steps,
+          "Continuous batching: decoder steps a queued sentence may wait for a group");
 ABSL_FLAG(int, max_batch_tokens, 8192, "Most source tokens admitted in one encoder batch");
 ABSL_FLAG(int, max_queue, 1024, "Most queued sentences per model; beyond: RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, kv_cache_mb, 0, "KV cache pool per model, in MiB; 0 = unbounded");
@@ -130,6 +134,8 @@ int Run() {
   config.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_mb) << 20;
   config.scheduler.max_batch_sequences = absl::GetFlag(FLAGS_max_batch_sequences);
   config.scheduler.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  config.scheduler.admission_group = absl::GetFlag(FLAGS_admission_group);
+  config.scheduler.max_admission_wait_steps = absl::GetFlag(FLAGS_max_admission_wait_steps);
   config.scheduler.max_queue = absl::GetFlag(FLAGS_max_queue);
   config.limits.max_texts = absl::GetFlag(FLAGS_max_texts_per_request);
   config.limits.max_text_chars = absl::GetFlag(FLAGS_max_text_chars);
@@ -144,7 +150,8 @@ int Run() {
   config.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   config.auth_token = absl::GetFlag(FLAGS_auth_token);
   if (config.scheduler.max_batch_sequences < 1 || config.scheduler.max_batch_tokens < 1 ||
-      config.scheduler.max_queue < 1 || config.limits.max_texts < 1 ||
+      config.scheduler.max_queue < 1 || config.scheduler.admission_group < 1 ||
+      config.scheduler.max_admission_wait_steps < 0 || config.limits.max_texts < 1 ||
       config.limits.max_text_chars < 1 || config.limits.max_source_tokens < 2 ||
       config.limits.max_beam_size < 1 || config.limits.max_length < 1) {
     std::cerr << "transerve-server: batching, queue and request limits must be positive\n";

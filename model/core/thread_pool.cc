@@ -12,6 +12,28 @@ std::unique_ptr<ThreadPool>& EnginePool() {
   return pool;
 }
 
+// Chunk `index` of `parts` equal chunks of [0, n).
+std::pair<int64_t, int64_t> Chunk(int64_t n, int parts, int index) {
+  return {n * index / parts, n * (index + 1) / parts};
+}
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls `ready` for up to ThreadPool::kSpin; true if it turned true meanwhile.
+template <typename Ready>
+bool SpinUntil(Ready&& ready) {
+  const auto until = std::chrono::steady_clock::now() + ThreadPool::kSpin;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    CpuRelax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) return ready();
+  }
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
@@ -21,7 +43,7 @@ ThreadPool::ThreadPool(int threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   start_.notify_all();
   for (auto& w : workers_) w.join();
@@ -33,52 +55,49 @@ void ThreadPool::SetEngineThreads(int threads) {
   if (EnginePool()->size() != threads) EnginePool() = std::make_unique<ThreadPool>(threads);
 }
 
-namespace {
-// Chunk `index` of `parts` equal chunks of [0, n).
-std::pair<int64_t, int64_t> Chunk(int64_t n, int parts, int index) {
-  return {n * index / parts, n * (index + 1) / parts};
-}
-}  // namespace
-
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   const int parts = static_cast<int>(std::min<int64_t>(size(), n));
   if (parts <= 1) {
     if (n > 0) fn(0, n);
     return;
   }
+  job_ = &fn;
+  job_size_ = n;
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   {
+    // Under the lock, so a worker between its check and its sleep cannot miss the change.
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    job_size_ = n;
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_.notify_all();
   auto [begin, end] = Chunk(n, size(), 0);
   fn(begin, end);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [this] { return pending_ == 0; });
-  job_ = nullptr;
+  auto all_done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!SpinUntil(all_done)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, all_done);
+  }
 }
 
 void ThreadPool::WorkerLoop(int index) {
   int64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t n;
-    {
+    auto has_work = [&] {
+      return stop_.load(std::memory_order_acquire) ||
+             generation_.load(std::memory_order_acquire) != seen;
+    };
+    if (!SpinUntil(has_work)) {
       std::unique_lock<std::mutex> lock(mutex_);
-      start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = job_size_;
+      start_.wait(lock, has_work);
     }
-    auto [begin, end] = Chunk(n, size(), index);
-    if (begin < end) (*job)(begin, end);
-    {
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
+    auto [begin, end] = Chunk(job_size_, size(), index);
+    if (begin < end) (*job_)(begin, end);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Under the lock, so a caller between its check and its sleep cannot miss it.
       std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+      done_.notify_one();
     }
   }
 }

@@ -6,7 +6,7 @@ namespace transerve {
 
 void ProjectCrossKv(const TransformerWeights& weights, const Tensor& encoder_out, Tensor* kv) {
   ops::Linear(encoder_out, weights.cross_kv.weight, weights.cross_kv.bias, Activation::kIdentity,
-              kv);
+              kv, &weights.cross_kv.packed);
 }
 
 bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weights,
@@ -55,16 +55,6 @@ bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weigh
   }
   for (SequenceKvCache* cache : caches) cache->CommitAppend();
   return true;
-}
-
-void PackDecoderWeights(TransformerWeights* weights) {
-  for (DecoderLayerWeights& layer : weights->decoder) {
-    for (LinearWeights* w : {&layer.self_qkv, &layer.self_out, &layer.cross_q, &layer.cross_out,
-                             &layer.fc1, &layer.fc2}) {
-      w->packed = ops::PackMatrix(w->weight);
-    }
-  }
-  weights->output.packed = ops::PackMatrix(weights->output.weight);
 }
 
 void OutputLogits(const TransformerWeights& weights, const Tensor& hidden, Tensor* logits) {

@@ -17,9 +17,6 @@ struct DecoderRow {
   const CrossKv* source;   // the encoded source this row attends to
 };
 
-// Packs the weights the decoder step multiplies by a few rows at a time (call once, at load).
-void PackDecoderWeights(TransformerWeights* weights);
-
 // Projects encoder output [T, D] to cross-attention keys/values of all layers, [T, L*2D].
 void ProjectCrossKv(const TransformerWeights& weights, const Tensor& encoder_out, Tensor* kv);
 

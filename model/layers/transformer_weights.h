@@ -29,10 +29,10 @@ struct TransformerConfig {
 };
 
 struct LinearWeights {
-  Tensor weight;  // [out, in]
-  Tensor bias;    // [out]
-  // The same weight packed for few-row products (decoder layers and the output projection;
-  // made by PackDecoderWeights). Empty elsewhere.
+  // [out, in]; released by PackWeights once `packed` holds it.
+  Tensor weight;
+  Tensor bias;  // [out]
+  // The weight in the CPU kernel's layout (PackWeights). When set, every product uses it.
   ops::PackedMatrix packed;
 };
 
@@ -75,6 +75,10 @@ struct TransformerWeights {
   std::vector<EncoderLayerWeights> encoder;
   std::vector<DecoderLayerWeights> decoder;
 };
+
+// Packs every linear layer's weight for the CPU product kernel and releases the row-major
+// copy, so a loaded model holds each weight once (the embedding tables stay as they are).
+void PackWeights(TransformerWeights* weights);
 
 // The sinusoidal table of Marian/HF: sines in columns [0, ceil(D/2)), cosines after them, angles
 // computed in double and rounded to float.

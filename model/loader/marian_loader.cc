@@ -301,7 +301,7 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& 
   }
   w.cross_kv.weight = Concat(kv_weights);
   w.cross_kv.bias = Concat(kv_biases);
-  PackDecoderWeights(&w);
+  PackWeights(&w);
 
   Log().info("loaded {}: d_model {}, {}+{} layers, {} heads, vocab {}/{}, {}, {}", model_dir, d,
              c.encoder_layers, c.decoder_layers, c.encoder_attention_heads, c.vocab_size,

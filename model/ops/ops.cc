@@ -60,7 +60,7 @@ PackedMatrix PackMatrix(const Tensor& weight) {
 void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation activation,
             Tensor* y, const PackedMatrix* packed) {
   RequireCpu(x.device(), "Linear");
-  if (packed != nullptr && !packed->empty() && x.dim(0) <= PackedMatrix::kMaxRows) {
+  if (packed != nullptr && !packed->empty()) {
     const auto start = std::chrono::steady_clock::now();
     cpu::PackedProduct(x, *packed, bias, y);
     if (gemm_counters_enabled) Record(start, x.dim(0), x.dim(1), packed->rows);

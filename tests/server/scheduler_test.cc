@@ -183,7 +183,7 @@ TEST_P(SchedulerParityTest, OutputsEqualTranslateIdsAlone) {
   Scheduler scheduler(translator_,
                       {.mode = p.mode, .max_batch_sequences = 16, .max_batch_tokens = 300});
   struct BatchBounds : Scheduler::Observer {
-    void OnBatch(int sequences, int source_tokens, double) override {
+    void OnBatch(int sequences, int source_tokens, double, double) override {
       EXPECT_LE(sequences, 16);
       // Only a single sentence may exceed the token bound (it must not starve).
       if (sequences > 1) {
@@ -295,6 +295,56 @@ TEST_F(SchedulerTest, ContinuousModeLetsAShortJobFinishWhileALongOneRuns) {
     ASSERT_TRUE(outcomes.result(1).ok());
     EXPECT_EQ(outcomes.result(1)->hypotheses[0].ids.size(), 2u);
     EXPECT_EQ(outcomes.progress(0), max_length_ - 1);  // every step but the last
+  }
+}
+
+TEST_F(SchedulerTest, ContinuousModeAdmitsInGroupsOrAfterTheWait) {
+  ASSERT_GE(max_length_, 14);
+  Scheduler scheduler(
+      translator_,
+      {.mode = BatchingMode::kContinuous, .admission_group = 3, .max_admission_wait_steps = 5});
+  // Encoder batches: how many sentences, and how many decoder steps had run by then.
+  struct Batches : Scheduler::Observer {
+    void OnStep(int, double) override { ++steps; }
+    void OnBatch(int sequences, int, double, double) override {
+      seen.push_back({sequences, steps});
+    }
+    int steps = 0;
+    std::vector<std::pair<int, int>> seen;
+  } batches;
+  scheduler.SetObserver(&batches);
+  Outcomes outcomes(5);
+  SentenceJob long_job = outcomes.Job(0, (*sources_)[0], Greedy(max_length_));
+  auto count = std::move(long_job.on_progress);
+  int steps_seen = 0;
+  // Submitted from the long job's progress callback, so the timing is deterministic: one
+  // sentence after step 1 (alone, it waits its 5 steps), a group of three after step 10 (in
+  // at once).
+  long_job.on_progress = [&, count](const std::vector<int32_t>& ids) {
+    count(ids);
+    ++steps_seen;
+    std::vector<SentenceJob> jobs;
+    if (steps_seen == 1) jobs.push_back(outcomes.Job(1, (*sources_)[1], Greedy(2)));
+    if (steps_seen == 10) {
+      for (size_t i = 2; i < 5; ++i) jobs.push_back(outcomes.Job(i, (*sources_)[i], Greedy(2)));
+    }
+    if (!jobs.empty()) {
+      EXPECT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+    }
+  };
+  std::vector<SentenceJob> jobs;
+  jobs.push_back(std::move(long_job));
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  ASSERT_TRUE(outcomes.WaitForAnswers(5));
+  scheduler.Shutdown(absl::Seconds(5));
+  const std::vector<std::pair<int, int>> expected{{1, 0}, {1, 6}, {3, 10}};
+  EXPECT_EQ(batches.seen, expected);
+  ExpectSameResult(outcomes.result(0), (*greedy_)[0], "long");
+  for (size_t i = 1; i < 5; ++i) {
+    ASSERT_TRUE(outcomes.result(i).ok()) << i;
+    // Its first token is the one it gets alone (the rest is cut by max_length 2).
+    ASSERT_FALSE(outcomes.result(i)->hypotheses[0].ids.empty());
+    EXPECT_EQ(outcomes.result(i)->hypotheses[0].ids[0], (*greedy_)[i].hypotheses[0].ids[0]);
   }
 }
 
@@ -558,7 +608,7 @@ TEST_F(SchedulerTest, KvCacheTooSmallForAnySentenceAnswersResourceExhausted) {
 
 class CountingObserver : public Scheduler::Observer {
  public:
-  void OnBatch(int sequences, int source_tokens, double padding_ratio) override {
+  void OnBatch(int sequences, int source_tokens, double padding_ratio, double) override {
     batches += 1;
     sequences_admitted += sequences;
     EXPECT_GT(source_tokens, 0);

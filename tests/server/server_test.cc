@@ -353,7 +353,7 @@ TEST(ServerDeadlineTest, DeadlineExceeded) {
         std::string::npos;
     if (!counted) absl::SleepFor(absl::Milliseconds(20));
   }
-  EXPECT_TRUE(counted);
+  EXPECT_TRUE(counted) << server->MetricsText();
   // The server is fine afterwards.
   EXPECT_TRUE(Call(stub.get(), Request({"hello"}, 1, 8), &resp).ok());
 }

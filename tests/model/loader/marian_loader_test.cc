@@ -155,8 +155,8 @@ TEST_F(MarianLoaderTest, MarianModelLayoutWithoutPrefixAndMetadataAliasesLoadThe
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ((*loaded)->weights.decoder_embedding.ToFloatVector(),
             (*original)->weights.decoder_embedding.ToFloatVector());
-  EXPECT_EQ((*loaded)->weights.decoder[1].self_qkv.weight.ToFloatVector(),
-            (*original)->weights.decoder[1].self_qkv.weight.ToFloatVector());
+  EXPECT_EQ((*loaded)->weights.decoder[1].self_qkv.packed.panels.ToFloatVector(),
+            (*original)->weights.decoder[1].self_qkv.packed.panels.ToFloatVector());
 }
 
 TEST_F(MarianLoaderTest, UntiedOutputProjectionRequiresLmHead) {
