@@ -37,8 +37,8 @@ double BestSeconds(F&& f, int repeats) {
   for (int i = 0; i < repeats; ++i) {
     const auto start = std::chrono::steady_clock::now();
     f();
-    best = std::min(best,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return best;
 }
@@ -63,17 +63,13 @@ int Run() {
       // for a while after each GEMM and would steal a core from the packed kernel's pool:
       // pause before switching back (the engine itself runs no BLAS once weights are packed).
       for (int round = 0; round < 3; ++round) {
-        kernel = std::min(kernel, BestSeconds(
-                                      [&] {
-                                        ops::Linear(x, weight, bias, Activation::kIdentity, &y,
-                                                    &packed);
-                                      },
-                                      repeats / 3 + 1));
-        blas = std::min(blas, BestSeconds(
-                                  [&] {
-                                    ops::Linear(x, weight, bias, Activation::kIdentity, &y);
-                                  },
-                                  repeats / 3 + 1));
+        kernel = std::min(
+            kernel,
+            BestSeconds([&] { ops::Linear(x, weight, bias, Activation::kIdentity, &y, &packed); },
+                        repeats / 3 + 1));
+        blas = std::min(
+            blas, BestSeconds([&] { ops::Linear(x, weight, bias, Activation::kIdentity, &y); },
+                              repeats / 3 + 1));
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
       }
       const double flop = 2.0 * static_cast<double>(rows * n * k);

@@ -58,7 +58,7 @@ struct SchedulerOptions {
   // max_admission_wait_steps decoder steps. An encoder call costs a fixed amount (every encoder
   // weight is read once per call) on top of its tokens, so admitting one sentence per step
   // spends far more on encoding than a group does. 1: admit whatever is queued every step.
-  int admission_group = 8;
+  int admission_group = 1;
   int max_admission_wait_steps = 4;
   // Queued sentences; Submit beyond it -> RESOURCE_EXHAUSTED.
   int max_queue = 1024;

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <thread>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace transerve {
