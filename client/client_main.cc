@@ -71,10 +71,12 @@ std::string FormatLine(const v1::Translation& t) {
     }
   }
   if (absl::GetFlag(FLAGS_show_alignment) && t.has_alignment()) {
+    // One row per target piece: the piece, then its weight on each source piece.
     const auto& a = t.alignment();
-    line += "\n# alignment [target x source]";
+    line += "\n# alignment; source pieces:";
+    for (const std::string& piece : a.source_tokens()) line += " " + piece;
     for (int r = 0; r < a.target_length(); ++r) {
-      line += "\n#";
+      line += "\n# " + (r < a.target_tokens_size() ? a.target_tokens(r) : std::string("?"));
       for (int c = 0; c < a.source_length(); ++c) {
         absl::StrAppendFormat(&line, " %.3f", a.weights(r * a.source_length() + c));
       }

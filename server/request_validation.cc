@@ -17,10 +17,8 @@ int64_t CountCodePoints(std::string_view text) {
 absl::StatusOr<DecodingOptions> ResolveOptions(const v1::DecodingOptions& requested,
                                                const Translator& translator,
                                                const RequestLimits& limits) {
-  if (requested.return_alignment()) {
-    return absl::UnimplementedError("return_alignment is not implemented yet by this server");
-  }
   DecodingOptions o = translator.DefaultOptions();
+  o.return_alignment = requested.return_alignment();
   if (requested.beam_size() < 0 || requested.max_length() < 0 || requested.min_length() < 0 ||
       requested.num_hypotheses() < 0) {
     return absl::InvalidArgumentError(

@@ -31,8 +31,7 @@ struct PreparedRequest {
 };
 
 // Options of the request over the model's defaults (zero/unset fields keep the default).
-// INVALID_ARGUMENT for values out of range for the model or the limits; UNIMPLEMENTED for
-// return_alignment.
+// INVALID_ARGUMENT for values out of range for the model or the limits.
 absl::StatusOr<DecodingOptions> ResolveOptions(const v1::DecodingOptions& requested,
                                                const Translator& translator,
                                                const RequestLimits& limits);

@@ -66,8 +66,9 @@ struct ServedModel {
 };
 
 // Fills one Translation from a search result.
-void FillTranslation(const Translator& t, const SearchResult& r, bool scores, int num_hypotheses,
-                     v1::Translation* out, int64_t* generated_tokens) {
+void FillTranslation(const Translator& t, const std::vector<int32_t>& source_ids,
+                     const SearchResult& r, bool scores, int num_hypotheses, v1::Translation* out,
+                     int64_t* generated_tokens) {
   if (r.hypotheses.empty()) return;
   auto fill = [&](const Hypothesis& h, auto* msg) {
     msg->set_text(t.Detokenize(h.ids));
@@ -79,8 +80,21 @@ void FillTranslation(const Translator& t, const SearchResult& r, bool scores, in
       }
     }
   };
-  fill(r.hypotheses[0], out);
-  *generated_tokens += static_cast<int64_t>(r.hypotheses[0].ids.size());
+  const Hypothesis& best = r.hypotheses[0];
+  fill(best, out);
+  *generated_tokens += static_cast<int64_t>(best.ids.size());
+  if (!best.alignment.empty()) {
+    v1::Alignment* a = out->mutable_alignment();
+    a->set_target_length(static_cast<int32_t>(best.ids.size()));
+    a->set_source_length(static_cast<int32_t>(best.alignment.size() / best.ids.size()));
+    a->mutable_weights()->Add(best.alignment.begin(), best.alignment.end());
+    for (int32_t id : source_ids) {
+      a->add_source_tokens(std::string(t.tokenizer().SourceIdToPiece(id)));
+    }
+    for (int32_t id : best.ids) {
+      a->add_target_tokens(std::string(t.tokenizer().TargetIdToPiece(id)));
+    }
+  }
   if (num_hypotheses > 1) {
     const size_t n = std::min<size_t>(num_hypotheses, r.hypotheses.size());
     for (size_t i = 0; i < n; ++i) fill(r.hypotheses[i], out->add_hypotheses());
@@ -185,7 +199,9 @@ std::vector<SentenceJob> MakeJobs(
   std::vector<SentenceJob> jobs(prepared.sources.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     SentenceJob& job = jobs[i];
-    job.source_ids = std::move(prepared.sources[i]);
+    // Alignments name their source pieces when the answer is built: keep the ids for them.
+    job.source_ids =
+        prepared.options.return_alignment ? prepared.sources[i] : std::move(prepared.sources[i]);
     job.options = prepared.options;
     job.deadline = deadline;
     job.cancelled = cancelled;
@@ -229,6 +245,7 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
     auto jobs = MakeJobs(
         *prepared, deadline, [this] { return cancelled_.load() || aborted_.load(); },
         [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); }, {});
+    sources_ = std::move(prepared->sources);  // still filled when alignments are asked for
     if (auto s = model_->scheduler->Submit(std::move(jobs)); !s.ok()) return Fail(s);
   }
 
@@ -250,9 +267,9 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
   void Complete() {
     if (!status_.ok()) return Fail(status_);
     int64_t generated = 0;
-    for (const auto& r : results_) {
-      FillTranslation(*model_->translator, r, return_scores_, num_hypotheses_,
-                      resp_->add_translations(), &generated);
+    for (size_t i = 0; i < results_.size(); ++i) {
+      FillTranslation(*model_->translator, sources_[i], results_[i], return_scores_,
+                      num_hypotheses_, resp_->add_translations(), &generated);
     }
     resp_->set_model(model_->name);
     model_->metrics->AddTokens(source_tokens_, generated);
@@ -284,6 +301,7 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
   std::atomic<bool> aborted_{false};
   absl::Mutex mu_;
   std::vector<SearchResult> results_;
+  std::vector<std::vector<int32_t>> sources_;  // tokenized texts, for alignments
   size_t remaining_ = 0;
   absl::Status status_;
 };
@@ -347,6 +365,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
         *prepared, deadline, [this] { return cancelled_.load() || aborted_.load(); },
         [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); },
         progress);
+    sources_ = std::move(prepared->sources);  // still filled when alignments are asked for
     if (auto s = model_->scheduler->Submit(std::move(jobs)); !s.ok()) return FailNow(s);
   }
 
@@ -372,7 +391,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
     if (r.ok()) {
       v1::TranslateStreamResponse m;
       int64_t generated = 0;
-      FillTranslation(*model_->translator, *r, return_scores_, num_hypotheses_,
+      FillTranslation(*model_->translator, sources_[i], *r, return_scores_, num_hypotheses_,
                       m.mutable_translation(), &generated);
       m.set_index(static_cast<int32_t>(i));
       m.set_done(true);
@@ -457,6 +476,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
   bool return_scores_ = false;
   int num_hypotheses_ = 1;
   int64_t source_tokens_ = 0;
+  std::vector<std::vector<int32_t>> sources_;  // tokenized texts, for alignments
   std::atomic<int64_t> generated_{0};
   absl::Time deadline_ = absl::InfiniteFuture();
   std::atomic<bool> cancelled_{false};

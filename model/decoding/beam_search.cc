@@ -37,7 +37,7 @@ void BeamSearch::AddFinished(Hypothesis hypothesis) {
   if (static_cast<int>(finished_.size()) > options_.beam_size) finished_.pop_back();
 }
 
-void BeamSearch::Advance(const Tensor& logits, int64_t first_row) {
+void BeamSearch::Advance(const Tensor& logits, const Tensor* alignment, int64_t first_row) {
   const int beams = options_.beam_size;
   const int64_t vocab = logits.dim(1);
   const StepRule rule = RuleForStep(options_, generated_);
@@ -73,6 +73,10 @@ void BeamSearch::Advance(const Tensor& logits, int64_t first_row) {
         Hypothesis h;
         h.ids = parent.ids;
         h.ids.push_back(c.token);
+        if (options_.return_alignment) {
+          h.alignment = parent.alignment;
+          AppendAlignmentRow(*alignment, first_row + c.beam, source_->length(), &h.alignment);
+        }
         h.score = Normalized(c.score, length);
         AddFinished(std::move(h));
       }
@@ -83,6 +87,10 @@ void BeamSearch::Advance(const Tensor& logits, int64_t first_row) {
     child.ids = parent.ids;
     child.ids.push_back(c.token);
     child.sum_log_probs = c.score;
+    if (options_.return_alignment) {
+      child.alignment = parent.alignment;
+      AppendAlignmentRow(*alignment, first_row + c.beam, source_->length(), &child.alignment);
+    }
     // The first child of a beam takes over its cache; further children share it copy-on-write.
     if (owner[c.beam] < 0) {
       child.cache = std::move(running_[c.beam].cache);

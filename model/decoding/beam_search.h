@@ -13,7 +13,8 @@ class BeamSearch : public SentenceSearch {
              std::shared_ptr<const CrossKv> source, KvBlockPool* pool, int decoder_layers);
 
   void CollectRows(std::vector<DecoderRow>* rows) override;
-  void Advance(const Tensor& logits, int64_t first_row) override;
+  bool wants_alignment() const override { return options_.return_alignment; }
+  void Advance(const Tensor& logits, const Tensor* alignment, int64_t first_row) override;
   bool done() const override { return done_; }
   SearchResult TakeResult() override;
   const std::vector<int32_t>& partial_ids() const override {
@@ -24,6 +25,7 @@ class BeamSearch : public SentenceSearch {
   struct Beam {
     std::vector<int32_t> ids;
     float sum_log_probs = 0.0f;
+    std::vector<float> alignment;  // with return_alignment: one source-length row per id
     std::unique_ptr<SequenceKvCache> cache;
   };
   struct Candidate {

@@ -14,6 +14,9 @@ struct DecodingOptions {
   int min_length = 0;           // EOS is banned before this many tokens
   float length_penalty = 1.0f;  // beam scores are divided by length^length_penalty
   int num_hypotheses = 1;       // n-best (beam search only; at most beam_size)
+  // Record each hypothesis's alignment: the last decoder layer's cross-attention weights,
+  // averaged over heads, of the step that produced each generated token.
+  bool return_alignment = false;
 };
 
 // The ids the search treats specially (from the model's config).
@@ -26,6 +29,9 @@ struct SpecialTokens {
 struct Hypothesis {
   std::vector<int32_t> ids;  // generated ids, EOS included when generated
   float score = 0.0f;
+  // With return_alignment: [ids.size(), source length] row-major; row s is what the step that
+  // generated ids[s] attended to (each row sums to 1). Empty otherwise.
+  std::vector<float> alignment;
 };
 
 // Best first.

@@ -11,7 +11,8 @@ class GreedySearch : public SentenceSearch {
                std::shared_ptr<const CrossKv> source, KvBlockPool* pool, int decoder_layers);
 
   void CollectRows(std::vector<DecoderRow>* rows) override;
-  void Advance(const Tensor& logits, int64_t first_row) override;
+  bool wants_alignment() const override { return options_.return_alignment; }
+  void Advance(const Tensor& logits, const Tensor* alignment, int64_t first_row) override;
   bool done() const override { return done_; }
   SearchResult TakeResult() override;
   const std::vector<int32_t>& partial_ids() const override { return hypothesis_.ids; }

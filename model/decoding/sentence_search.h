@@ -20,14 +20,25 @@ class SentenceSearch {
 
   // Appends the rows this search needs in the next decoder step (one per live hypothesis).
   virtual void CollectRows(std::vector<DecoderRow>* rows) = 0;
-  // Consumes logits rows [first_row, first_row + rows collected) of the step just run.
-  virtual void Advance(const Tensor& logits, int64_t first_row) = 0;
+  // Whether the driver must pass alignment rows to Advance (DecodingOptions::return_alignment).
+  virtual bool wants_alignment() const = 0;
+  // Consumes rows [first_row, first_row + rows collected) of the step just run: of the logits,
+  // and of `alignment` (DecodeStep's head-averaged cross-attention), which is non-null
+  // whenever wants_alignment().
+  virtual void Advance(const Tensor& logits, const Tensor* alignment, int64_t first_row) = 0;
   virtual bool done() const = 0;
   // The hypotheses, best first; valid once done().
   virtual SearchResult TakeResult() = 0;
   // Generated tokens of the best live hypothesis so far (for streaming partial output).
   virtual const std::vector<int32_t>& partial_ids() const = 0;
 };
+
+// Appends row `row` of a step's alignment tensor (its first `source_length` entries) to `out`.
+inline void AppendAlignmentRow(const Tensor& alignment, int64_t row, int32_t source_length,
+                               std::vector<float>* out) {
+  const float* begin = alignment.f32() + row * alignment.dim(1);
+  out->insert(out->end(), begin, begin + source_length);
+}
 
 // Greedy when options.beam_size == 1, else beam search. The search keeps `source` (the
 // sentence's cross-attention keys/values) alive and takes its caches from `pool`.

@@ -10,7 +10,8 @@ void ProjectCrossKv(const TransformerWeights& weights, const Tensor& encoder_out
 }
 
 bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weights,
-                std::span<const DecoderRow> rows, Workspace* ws, Tensor* hidden) {
+                std::span<const DecoderRow> rows, Workspace* ws, Tensor* hidden,
+                Tensor* alignment) {
   ws->ids.clear();
   ws->positions.clear();
   std::vector<SequenceKvCache*> caches;
@@ -40,7 +41,9 @@ bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weigh
 
     ops::Linear(x, layer.cross_q.weight, layer.cross_q.bias, Activation::kIdentity, &ws->query,
                 &layer.cross_q.packed);
-    ops::CrossAttention(ws->query, l, sources, config.decoder_heads, &ws->context);
+    const bool last = l + 1 == config.decoder_layers;
+    ops::CrossAttention(ws->query, l, sources, config.decoder_heads, &ws->context,
+                        last ? alignment : nullptr);
     ops::Linear(ws->context, layer.cross_out.weight, layer.cross_out.bias, Activation::kIdentity,
                 &ws->projected, &layer.cross_out.packed);
     ops::AddLayerNorm(x, ws->projected, layer.cross_attn_norm.gamma, layer.cross_attn_norm.beta,

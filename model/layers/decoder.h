@@ -21,9 +21,12 @@ struct DecoderRow {
 void ProjectCrossKv(const TransformerWeights& weights, const Tensor& encoder_out, Tensor* kv);
 
 // Runs one step; writes the last layer's hidden states [rows, D] to *hidden and appends this
-// step to every row's cache. Returns false, with no cache advanced, when the KV pool is full.
+// step to every row's cache. With `alignment`, also writes the last layer's cross-attention
+// weights averaged over heads ([rows, longest source], see ops::CrossAttention). Returns
+// false, with no cache advanced, when the KV pool is full.
 bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weights,
-                std::span<const DecoderRow> rows, Workspace* workspace, Tensor* hidden);
+                std::span<const DecoderRow> rows, Workspace* workspace, Tensor* hidden,
+                Tensor* alignment = nullptr);
 
 // logits [rows, target_vocab] = hidden · outputᵀ + final_logits_bias.
 void OutputLogits(const TransformerWeights& weights, const Tensor& hidden, Tensor* logits);

@@ -100,9 +100,9 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
 }
 
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
-                    Tensor* out) {
+                    Tensor* out, Tensor* head_mean_weights) {
   RequireCpu(q.device(), "CrossAttention");
-  cpu::CrossAttention(q, layer, sources, heads, out);
+  cpu::CrossAttention(q, layer, sources, heads, out, head_mean_weights);
 }
 
 void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions) {

@@ -86,9 +86,11 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
                          int heads, Tensor* out);
 
 // Cross-attention for one decoder step: row r's query q[r] ([R, D]) attends its source's keys
-// and values of `layer` in *sources[r]. out -> [R, D].
+// and values of `layer` in *sources[r]. out -> [R, D]. With `head_mean_weights`: ->
+// [R, longest source]; row r's first sources[r]->length() entries are its attention weights
+// averaged over the heads (the rest 0) — what alignments are made of.
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
-                    Tensor* out);
+                    Tensor* out, Tensor* head_mean_weights = nullptr);
 
 // Copies the first `positions` key and value rows of block `from` into block `to`.
 void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions);

@@ -186,6 +186,11 @@ std::string MarianTokenizer::Decode(std::span<const int32_t> ids) const {
   return std::string(marian_text::StripPythonWhitespace(text));
 }
 
+std::string_view MarianTokenizer::SourceIdToPiece(int32_t id) const {
+  const std::string* piece = source_vocab_.IdToPiece(id);
+  return piece != nullptr ? std::string_view(*piece) : std::string_view(unk_token_);
+}
+
 std::string_view MarianTokenizer::TargetIdToPiece(int32_t id) const {
   const std::string* piece = target_vocab().IdToPiece(id);
   return piece != nullptr ? std::string_view(*piece) : std::string_view(unk_token_);

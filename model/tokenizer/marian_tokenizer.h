@@ -35,7 +35,9 @@ class MarianTokenizer {
   // Ids that no vocabulary entry has are skipped (HF would print "<unk>" for them).
   std::string Decode(std::span<const int32_t> ids) const;
 
-  // The target piece of `id`; the unk token for ids no entry has (as HF's _convert_id_to_token).
+  // The source / target piece of `id`; the unk token for ids no entry has (as HF's
+  // _convert_id_to_token).
+  std::string_view SourceIdToPiece(int32_t id) const;
   std::string_view TargetIdToPiece(int32_t id) const;
 
   int32_t eos_id() const { return eos_id_; }

@@ -180,17 +180,22 @@ std::unique_ptr<SentenceSearch> Translator::StartSearch(std::shared_ptr<const Cr
 absl::Status Translator::Step(std::span<SentenceSearch* const> searches) {
   rows_.clear();
   std::vector<std::pair<SentenceSearch*, int64_t>> firsts;
+  bool alignment = false;
   for (SentenceSearch* search : searches) {
     if (search->done()) continue;
     firsts.emplace_back(search, static_cast<int64_t>(rows_.size()));
     search->CollectRows(&rows_);
+    alignment = alignment || search->wants_alignment();
   }
   if (rows_.empty()) return absl::OkStatus();
-  if (!DecodeStep(model_->transformer, model_->weights, rows_, &workspace_, &hidden_)) {
+  if (!DecodeStep(model_->transformer, model_->weights, rows_, &workspace_, &hidden_,
+                  alignment ? &alignment_ : nullptr)) {
     return absl::ResourceExhaustedError("KV cache is full");
   }
   OutputLogits(model_->weights, hidden_, &logits_);
-  for (const auto& [search, first_row] : firsts) search->Advance(logits_, first_row);
+  for (const auto& [search, first_row] : firsts) {
+    search->Advance(logits_, alignment ? &alignment_ : nullptr, first_row);
+  }
   return absl::OkStatus();
 }
 

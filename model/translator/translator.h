@@ -94,6 +94,7 @@ class Translator {
   Workspace workspace_;
   Tensor hidden_;
   Tensor logits_;
+  Tensor alignment_;  // head-averaged last-layer cross-attention of the step, when asked
   Tensor encoder_out_;
   std::vector<DecoderRow> rows_;
 };

@@ -90,7 +90,10 @@ TEST(RequestValidationTest, RejectsWhatTheContractRejects) {
   EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
   auto align = Req({"a"});
   align.mutable_options()->set_return_alignment(true);
-  EXPECT_EQ(code(align), absl::StatusCode::kUnimplemented);
+  auto aligned = PrepareRequest(align, Model(), limits);
+  ASSERT_TRUE(aligned.ok()) << aligned.status();
+  EXPECT_TRUE(aligned->options.return_alignment);
+  EXPECT_FALSE(PrepareRequest(Req({"a"}), Model(), limits)->options.return_alignment);
 }
 
 TEST(RequestValidationTest, CountsCodePoints) {

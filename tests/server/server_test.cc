@@ -41,9 +41,15 @@ std::vector<std::string> TestTexts(int n) {
   return texts;
 }
 
+constexpr int kAlignmentTexts = 6;
+
 struct Reference {
   std::vector<Translation> greedy;
   std::vector<Translation> beam;
+  // The first kAlignmentTexts texts: source ids and the best hypotheses with alignments.
+  std::vector<std::vector<int32_t>> sources;
+  std::vector<Hypothesis> greedy_aligned;
+  std::vector<Hypothesis> beam_aligned;
 };
 
 // Unbatched answers of the engine itself (batch size 1), computed before any server runs: the
@@ -64,6 +70,15 @@ const Reference& Expected() {
     r->greedy = *(*t)->Translate(texts, d, 1);
     d.beam_size = 4;
     r->beam = *(*t)->Translate(texts, d, 1);
+    d.return_alignment = true;
+    for (int i = 0; i < kAlignmentTexts; ++i) {
+      r->sources.push_back(*(*t)->Tokenize(texts[i], /*truncate=*/false));
+      const std::span<const std::vector<int32_t>> one(&r->sources.back(), 1);
+      d.beam_size = 1;
+      r->greedy_aligned.push_back((*(*t)->TranslateIds(one, d))[0].hypotheses[0]);
+      d.beam_size = 4;
+      r->beam_aligned.push_back((*(*t)->TranslateIds(one, d))[0].hypotheses[0]);
+    }
     return r;
   }();
   return *ref;
@@ -326,11 +341,41 @@ TEST_F(ServerTest, UnknownModelIsNotFound) {
   EXPECT_TRUE(Call(stub_.get(), req, &resp).ok());
 }
 
-TEST_F(ServerTest, AlignmentIsUnimplemented) {
-  auto req = Request({"hello"}, 1, 8);
-  req.mutable_options()->set_return_alignment(true);
-  v1::TranslateResponse resp;
-  EXPECT_EQ(Call(stub_.get(), req, &resp).error_code(), StatusCode::UNIMPLEMENTED);
+// Alignments of a batched request equal the engine's for each sentence alone, bit for bit,
+// and come with the pieces their rows and columns stand for.
+TEST_F(ServerTest, AlignmentOfEveryTranslation) {
+  const auto texts = TestTexts(kAlignmentTexts);
+  for (int beam : {1, 4}) {
+    auto req = Request(texts, beam, kMaxLength);
+    req.mutable_options()->set_return_alignment(true);
+    v1::TranslateResponse resp;
+    grpc::Status s = Call(stub_.get(), req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    for (int i = 0; i < kAlignmentTexts; ++i) {
+      const Hypothesis& want = (beam == 1 ? Expected().greedy_aligned : Expected().beam_aligned)[i];
+      const v1::Translation& t = resp.translations(i);
+      ASSERT_TRUE(t.has_alignment()) << i;
+      const v1::Alignment& a = t.alignment();
+      EXPECT_EQ(a.source_length(), static_cast<int>(Expected().sources[i].size()));
+      EXPECT_EQ(a.target_length(), static_cast<int>(want.ids.size()));
+      EXPECT_EQ(std::vector<float>(a.weights().begin(), a.weights().end()), want.alignment)
+          << "beam " << beam << " text " << i;
+      ASSERT_EQ(a.source_tokens_size(), a.source_length());
+      ASSERT_EQ(a.target_tokens_size(), a.target_length());
+      EXPECT_EQ(a.source_tokens(a.source_length() - 1), "</s>");
+      EXPECT_EQ(std::vector<std::string>(a.target_tokens().begin(), a.target_tokens().end()),
+                std::vector<std::string>(t.tokens().begin(), t.tokens().end()));
+      for (int r = 0; r < a.target_length(); ++r) {
+        double sum = 0;
+        for (int c = 0; c < a.source_length(); ++c) sum += a.weights(r * a.source_length() + c);
+        EXPECT_NEAR(sum, 1.0, 1e-5) << "row " << r;
+      }
+    }
+  }
+  // Without the option there is none.
+  v1::TranslateResponse plain;
+  ASSERT_TRUE(Call(stub_.get(), Request(texts, 1, kMaxLength), &plain).ok());
+  EXPECT_FALSE(plain.translations(0).has_alignment());
 }
 
 TEST(ServerDeadlineTest, DeadlineExceeded) {

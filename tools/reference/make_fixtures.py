@@ -296,6 +296,16 @@ def main():
                                      "greedy": hyp(g_c[k]),
                                      "beam": dict(hyp(b_c[k]), nbest=[hyp(h) for h in b_c[k]["nbest"]])})
 
+    # Alignments (last decoder layer's cross-attention averaged over heads) of the best greedy
+    # and beam hypotheses of the first 12 cases.
+    with torch.inference_mode():
+        alignments = [{"case": pos_of[i],
+                       "greedy": [[round(v, 7) for v in row]
+                                  for row in model.alignment(srcs[i], greedy[i]["ids"]).tolist()],
+                       "beam": [[round(v, 7) for v in row]
+                                for row in model.alignment(srcs[i], beam[i]["ids"]).tolist()]}
+                      for i in keep[:12]]
+
     cases = []
     for i in keep:
         g, b = greedy[i], beam[i]
@@ -328,6 +338,7 @@ def main():
                     "steps": [[f9(v) for v in step] for step in greedy[i]["logits"]]}
                    for i in logit_cases],
         "encoder_output": enc_records,
+        "alignments": alignments,
         "length_constraint_cases": length_cases,
     }
     out_model = os.path.join(fixture_dir, "model")

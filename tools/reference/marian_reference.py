@@ -403,13 +403,16 @@ class _Attention:
                 self.split(F.linear(y, self.wv, self.bv)).contiguous())
 
     def attend(self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-               mask: Optional[torch.Tensor]) -> torch.Tensor:
+               mask: Optional[torch.Tensor], probs_out: Optional[list] = None) -> torch.Tensor:
+        """Multi-head attention; `probs_out`, when given, receives the softmax [B, H, T, S]."""
         b, t, d = x.shape
         q = self.split(F.linear(x, self.wq, self.bq))
         scores = torch.matmul(q, k.transpose(-1, -2)) * self.scaling
         if mask is not None:
             scores = scores + mask
         probs = torch.softmax(scores, dim=-1)
+        if probs_out is not None:
+            probs_out.append(probs)
         out = torch.matmul(probs, v).transpose(1, 2).reshape(b, t, d)
         return F.linear(out, self.wo, self.bo)
 
@@ -571,9 +574,10 @@ class MarianModel:
         return logits if self.logits_hook is None else self.logits_hook(logits)
 
     def decoder_full(self, enc_out: torch.Tensor, enc_mask: Optional[torch.Tensor],
-                     dec_ids: torch.Tensor) -> torch.Tensor:
+                     dec_ids: torch.Tensor, cross_probs: Optional[list] = None) -> torch.Tensor:
         """Non-incremental decoder over a whole prefix (causal finfo.min mask); logits [B,T,Vd].
-        Used only to cross-check the KV-cache path."""
+        Used to cross-check the KV-cache path and for alignments: `cross_probs`, when given,
+        receives each layer's cross-attention softmax [B, H, T, S]."""
         c = self.cfg
         b, t = dec_ids.shape
         x = F.embedding(dec_ids, self.w["dec_embed"]) * self.embed_scale + self.w["positions"][:t]
@@ -585,10 +589,20 @@ class MarianModel:
                              LAYER_NORM_EPS)
             cr = layer["cross"]
             ck, cv = cr.project_kv(enc_out)
-            x = F.layer_norm(x + cr.attend(x, ck, cv, enc_mask), (c.d_model,), cr.ln_w, cr.ln_b,
-                             LAYER_NORM_EPS)
+            x = F.layer_norm(x + cr.attend(x, ck, cv, enc_mask, cross_probs), (c.d_model,), cr.ln_w,
+                             cr.ln_b, LAYER_NORM_EPS)
             x = self._ln(x + self._ffn(x, layer), layer["ln"])
         return torch.matmul(x, self.lm_head_t) + self.w["final_logits_bias"]
+
+    def alignment(self, source_ids: Sequence[int], generated_ids: Sequence[int]) -> torch.Tensor:
+        """Cross-attention weights of the last decoder layer averaged over its heads, one row per
+        generated token: row s is the attention of the step that produced generated_ids[s] (its
+        decoder input is the start token, then generated_ids[:-1]). [len(generated), len(src)]."""
+        enc, mask = self.encode([source_ids])
+        inputs = torch.tensor([[self.cfg.decoder_start_id] + list(generated_ids[:-1])])
+        probs: list = []
+        self.decoder_full(enc, mask, inputs, probs)
+        return probs[-1][0].mean(dim=0)
 
 
 # ---------------------------------------------------------------------------------------------

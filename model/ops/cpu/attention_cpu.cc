@@ -30,7 +30,7 @@ inline float Dot(const float* a, const float* b, int n) {
 }
 
 // out[0..head_dim) = softmax(q·kᵀ · scale) · v over all positions of the segments.
-// `scores` must hold the total number of positions.
+// `scores` must hold the total number of positions; it is left holding the softmax weights.
 void AttendOne(const float* q, const KvSegment* segments, int num_segments, int head_dim,
                float scale, float* out, float* scores) {
   int n = 0;
@@ -54,7 +54,8 @@ void AttendOne(const float* q, const KvSegment* segments, int num_segments, int 
   for (int s = 0; s < num_segments; ++s) {
     const KvSegment& seg = segments[s];
     for (int32_t p = 0; p < seg.count; ++p) {
-      const float w = scores[n++] * inv_sum;
+      const float w = scores[n] * inv_sum;
+      scores[n++] = w;
       const float* v = seg.values + p * seg.stride;
       for (int i = 0; i < head_dim; ++i) out[i] += w * v[i];
     }
@@ -146,12 +147,19 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
 }
 
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
-                    Tensor* out) {
+                    Tensor* out, Tensor* head_mean_weights) {
   const int64_t d = q.dim(1);
   const int64_t rows = q.dim(0);
   const int hd = HeadDim(d, heads);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   out->Resize({rows, d});
+  int64_t longest = 0;
+  if (head_mean_weights != nullptr) {
+    for (int64_t r = 0; r < rows; ++r) longest = std::max<int64_t>(longest, sources[r]->length());
+    head_mean_weights->Resize({rows, longest});
+    std::fill(head_mean_weights->f32(), head_mean_weights->f32() + rows * longest, 0.0f);
+  }
+  const float head_share = 1.0f / static_cast<float>(heads);
   ThreadPool::Engine().ParallelFor(rows, [&](int64_t first, int64_t last) {
     std::vector<float> scores;
     for (int64_t r = first; r < last; ++r) {
@@ -163,6 +171,10 @@ void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> 
         const KvSegment seg{keys + h * hd, keys + d + h * hd, source.length(), stride};
         AttendOne(q.f32() + r * d + h * hd, &seg, 1, hd, scale, out->f32() + r * d + h * hd,
                   scores.data());
+        if (head_mean_weights != nullptr) {
+          float* mean = head_mean_weights->f32() + r * longest;
+          for (int32_t p = 0; p < source.length(); ++p) mean[p] += scores[p] * head_share;
+        }
       }
     }
   });

@@ -28,7 +28,7 @@ void PackedSelfAttention(const Tensor& qkv, std::span<const int32_t> offsets, in
 bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache* const> caches,
                          int heads, Tensor* out);
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
-                    Tensor* out);
+                    Tensor* out, Tensor* head_mean_weights);
 void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions);
 
 }  // namespace transerve::ops::cpu

@@ -111,6 +111,46 @@ TEST(CrossAttention, EachRowAttendsItsOwnSource) {
   }
 }
 
+TEST(CrossAttention, HeadMeanWeightsAreTheHeadsSoftmaxAveraged) {
+  std::mt19937 rng(15);
+  const int heads = 4, hd = 8, d = heads * hd, layers = 2, layer = 1;
+  const CrossKv a{RandomTensor({7, layers * 2 * d}, rng, 2.0f)};
+  const CrossKv b{RandomTensor({13, layers * 2 * d}, rng, 2.0f)};
+  const Tensor q = RandomTensor({3, d}, rng, 2.0f);
+  const CrossKv* sources[] = {&b, &a, &b};
+  Tensor out, plain_out, mean;
+  ops::CrossAttention(q, layer, sources, heads, &out, &mean);
+  ops::CrossAttention(q, layer, sources, heads, &plain_out);
+  EXPECT_EQ(out.ToFloatVector(), plain_out.ToFloatVector());  // asking changes nothing else
+  ASSERT_EQ(mean.dim(0), 3);
+  ASSERT_EQ(mean.dim(1), 13);  // the longest source
+  for (int r = 0; r < 3; ++r) {
+    const CrossKv& s = *sources[r];
+    std::vector<double> want(s.length(), 0.0);
+    for (int h = 0; h < heads; ++h) {
+      const float* keys = s.kv.f32() + layer * 2 * d + h * hd;
+      std::vector<double> e(s.length());
+      double mx = -INFINITY, sum = 0;
+      for (int i = 0; i < s.length(); ++i) {
+        double dot = 0;
+        for (int j = 0; j < hd; ++j)
+          dot += double(q.f32()[r * d + h * hd + j]) * keys[i * s.kv.dim(1) + j];
+        e[i] = dot / std::sqrt(double(hd));
+        mx = std::max(mx, e[i]);
+      }
+      for (double& x : e) sum += (x = std::exp(x - mx));
+      for (int i = 0; i < s.length(); ++i) want[i] += e[i] / sum / heads;
+    }
+    double row_sum = 0;
+    for (int i = 0; i < s.length(); ++i) {
+      ASSERT_NEAR(mean.f32()[r * 13 + i], want[i], 1e-6) << r << " " << i;
+      row_sum += mean.f32()[r * 13 + i];
+    }
+    EXPECT_NEAR(row_sum, 1.0, 1e-5);
+    for (int i = s.length(); i < 13; ++i) EXPECT_EQ(mean.f32()[r * 13 + i], 0.0f);
+  }
+}
+
 // With one-hot value vectors the attention output *is* the weight row, so the seed checks run
 // on the real kernel.
 TEST(AttentionWeights, RowsSumToOneAndNothingAboveTheCausalDiagonal) {

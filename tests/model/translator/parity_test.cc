@@ -1,5 +1,6 @@
 // Golden parity with the PyTorch reference (tools/reference): source ids, greedy and beam-4
-// ids exactly, scores, raw logits of the first steps within 1e-4 relative, encoder output.
+// ids exactly, scores, raw logits of the first steps within 1e-4 relative, encoder output,
+// alignments.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -86,6 +87,42 @@ TEST_P(ParityTest, BeamSearchIdsScoresAndNBestMatchTheReference) {
           << "case " << i << " hypothesis " << k;
       ExpectScoreNear(hyps[k].score, nbest[k]["score"].get<float>(),
                       "n-best score, case " + std::to_string(i));
+    }
+  }
+}
+
+// The reference computes alignments by teacher-forcing the generated ids through its full
+// (non-incremental) decoder; ours come from the incremental steps that generated them, in a
+// batch with every other alignment case, so this also checks rows stay with their sentence.
+TEST_P(ParityTest, AlignmentsMatchTheReference) {
+  ASSERT_TRUE(expected_.contains("alignments"));
+  const auto& records = expected_["alignments"];
+  ASSERT_GE(records.size(), 10u);
+  std::vector<std::vector<int32_t>> sources;
+  for (const auto& a : records)
+    sources.push_back(SourceIds(expected_["cases"][a["case"].get<int>()]));
+  for (const char* search : {"greedy", "beam"}) {
+    DecodingOptions options =
+        Options(std::string(search) == "greedy" ? 1 : expected_.value("beam_size", 4));
+    options.num_hypotheses = 1;
+    options.return_alignment = true;
+    auto results = translator_->TranslateIds(sources, options);
+    ASSERT_TRUE(results.ok()) << results.status();
+    for (size_t k = 0; k < records.size(); ++k) {
+      const int c = records[k]["case"].get<int>();
+      const Hypothesis& h = (*results)[k].hypotheses.at(0);
+      ASSERT_EQ(h.ids, expected_["cases"][c][search]["ids"].get<std::vector<int32_t>>())
+          << search << " case " << c;
+      const auto want = records[k][search].get<std::vector<std::vector<float>>>();
+      ASSERT_EQ(want.size(), h.ids.size());
+      ASSERT_EQ(h.alignment.size(), h.ids.size() * sources[k].size()) << search << " case " << c;
+      for (size_t t = 0; t < want.size(); ++t) {
+        ASSERT_EQ(want[t].size(), sources[k].size());
+        for (size_t j = 0; j < want[t].size(); ++j) {
+          EXPECT_NEAR(h.alignment[t * sources[k].size() + j], want[t][j], 1e-4f)
+              << search << " case " << c << " target " << t << " source " << j;
+        }
+      }
     }
   }
 }
