@@ -19,6 +19,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "client/channel.h"
 #include "transerve/v1/translator.grpc.pb.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051", "Server address HOST:PORT");
@@ -49,10 +50,7 @@ int ReportError(const grpc::Status& s) {
 }
 
 void SetDeadline(grpc::ClientContext* ctx) {
-  std::string token = absl::GetFlag(FLAGS_auth_token);
-  if (token.empty()) {
-    if (const char* env = std::getenv("TRANSERVE_AUTH_TOKEN")) token = env;
-  }
+  const std::string token = AuthTokenFromFlagOrEnv(absl::GetFlag(FLAGS_auth_token));
   if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
   const double timeout = absl::GetFlag(FLAGS_timeout);
   if (timeout > 0) {
@@ -167,23 +165,14 @@ int ListModels(v1::Translator::Stub* stub) {
 }
 
 int Run(const std::vector<char*>& positional) {
-  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
-  if (absl::GetFlag(FLAGS_tls)) {
-    grpc::SslCredentialsOptions options;
-    if (const std::string ca = absl::GetFlag(FLAGS_tls_ca); !ca.empty()) {
-      std::ifstream in(ca, std::ios::binary);
-      if (!in) {
-        std::cerr << "transerve-client: cannot read " << ca << "\n";
-        return 2;
-      }
-      std::ostringstream pem;
-      pem << in.rdbuf();
-      options.pem_root_certs = pem.str();
-    }
-    credentials = grpc::SslCredentials(options);
+  auto channel = MakeChannel({.target = absl::GetFlag(FLAGS_target),
+                              .tls = absl::GetFlag(FLAGS_tls),
+                              .tls_ca_file = absl::GetFlag(FLAGS_tls_ca)});
+  if (!channel.ok()) {
+    std::cerr << "transerve-client: " << channel.status().message() << "\n";
+    return 2;
   }
-  auto channel = grpc::CreateChannel(absl::GetFlag(FLAGS_target), credentials);
-  auto stub = v1::Translator::NewStub(channel);
+  auto stub = v1::Translator::NewStub(*channel);
   if (absl::GetFlag(FLAGS_list_models)) return ListModels(stub.get());
   auto translate = [&](const std::vector<std::string>& texts) {
     return absl::GetFlag(FLAGS_stream) ? TranslateStreaming(stub.get(), texts)

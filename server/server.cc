@@ -82,6 +82,8 @@ void FillTranslation(const Translator& t, const std::vector<int32_t>& source_ids
   };
   const Hypothesis& best = r.hypotheses[0];
   fill(best, out);
+  out->set_source_token_count(static_cast<int32_t>(source_ids.size()));
+  out->set_target_token_count(static_cast<int32_t>(best.ids.size()));
   *generated_tokens += static_cast<int64_t>(best.ids.size());
   if (!best.alignment.empty()) {
     v1::Alignment* a = out->mutable_alignment();
@@ -193,15 +195,13 @@ using Impl = TranserveServer::Impl;
 // One job per sentence of a prepared request; `on_done(i, result)` and, when set,
 // `on_progress(i, ids)` receive the sentence's index.
 std::vector<SentenceJob> MakeJobs(
-    PreparedRequest& prepared, absl::Time deadline, std::function<bool()> cancelled,
+    const PreparedRequest& prepared, absl::Time deadline, std::function<bool()> cancelled,
     const std::function<void(size_t, absl::StatusOr<SearchResult>)>& on_done,
     const std::function<void(size_t, const std::vector<int32_t>&)>& on_progress) {
   std::vector<SentenceJob> jobs(prepared.sources.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     SentenceJob& job = jobs[i];
-    // Alignments name their source pieces when the answer is built: keep the ids for them.
-    job.source_ids =
-        prepared.options.return_alignment ? prepared.sources[i] : std::move(prepared.sources[i]);
+    job.source_ids = prepared.sources[i];  // the answer needs them too (counts, alignments)
     job.options = prepared.options;
     job.deadline = deadline;
     job.cancelled = cancelled;
@@ -245,7 +245,7 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
     auto jobs = MakeJobs(
         *prepared, deadline, [this] { return cancelled_.load() || aborted_.load(); },
         [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); }, {});
-    sources_ = std::move(prepared->sources);  // still filled when alignments are asked for
+    sources_ = std::move(prepared->sources);
     if (auto s = model_->scheduler->Submit(std::move(jobs)); !s.ok()) return Fail(s);
   }
 
@@ -301,7 +301,7 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
   std::atomic<bool> aborted_{false};
   absl::Mutex mu_;
   std::vector<SearchResult> results_;
-  std::vector<std::vector<int32_t>> sources_;  // tokenized texts, for alignments
+  std::vector<std::vector<int32_t>> sources_;  // tokenized texts: token counts, alignments
   size_t remaining_ = 0;
   absl::Status status_;
 };
@@ -365,7 +365,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
         *prepared, deadline, [this] { return cancelled_.load() || aborted_.load(); },
         [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); },
         progress);
-    sources_ = std::move(prepared->sources);  // still filled when alignments are asked for
+    sources_ = std::move(prepared->sources);
     if (auto s = model_->scheduler->Submit(std::move(jobs)); !s.ok()) return FailNow(s);
   }
 
@@ -476,7 +476,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
   bool return_scores_ = false;
   int num_hypotheses_ = 1;
   int64_t source_tokens_ = 0;
-  std::vector<std::vector<int32_t>> sources_;  // tokenized texts, for alignments
+  std::vector<std::vector<int32_t>> sources_;  // tokenized texts: token counts, alignments
   std::atomic<int64_t> generated_{0};
   absl::Time deadline_ = absl::InfiniteFuture();
   std::atomic<bool> cancelled_{false};

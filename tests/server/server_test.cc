@@ -197,6 +197,7 @@ TEST_F(ServerTest, TranslateEqualsEngineGreedyAndBeam) {
     for (size_t i = 0; i < texts.size(); ++i) {
       ExpectSame(resp.translations(i), want[i], absl::StrCat("beam ", beam, " text ", i));
       EXPECT_EQ(resp.translations(i).tokens_size(), resp.translations(i).token_ids_size());
+      EXPECT_EQ(resp.translations(i).target_token_count(), resp.translations(i).token_ids_size());
     }
   }
 }
@@ -358,6 +359,8 @@ TEST_F(ServerTest, AlignmentOfEveryTranslation) {
       const v1::Alignment& a = t.alignment();
       EXPECT_EQ(a.source_length(), static_cast<int>(Expected().sources[i].size()));
       EXPECT_EQ(a.target_length(), static_cast<int>(want.ids.size()));
+      EXPECT_EQ(t.source_token_count(), a.source_length());
+      EXPECT_EQ(t.target_token_count(), a.target_length());
       EXPECT_EQ(std::vector<float>(a.weights().begin(), a.weights().end()), want.alignment)
           << "beam " << beam << " text " << i;
       ASSERT_EQ(a.source_tokens_size(), a.source_length());
