@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package transerve needs to build, test and benchmark.
+# Installs every Debian package transerve needs to build and test; with --bench, also what the
+# benchmark suite needs (bench/run.sh: plots).
 # Idempotent: installs only what is missing, and runs `apt-get update` only when it must.
 set -euo pipefail
 
@@ -16,15 +17,21 @@ TOOL_PACKAGES=(
   python3 python3-torch python3-numpy python3-sentencepiece sentencepiece
 )
 
+# Benchmark suite only: the plots.
+BENCH_PACKAGES=(python3-matplotlib)
+
+WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}")
+if [ "${1:-}" = "--bench" ]; then WANTED+=("${BENCH_PACKAGES[@]}"); fi
+
 missing=()
-for p in "${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}"; do
+for p in "${WANTED[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all ${#BUILD_PACKAGES[@]}+${#TOOL_PACKAGES[@]} packages present"
+  echo "setup: all ${#WANTED[@]} packages present"
   exit 0
 fi
 
