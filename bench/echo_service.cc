@@ -121,9 +121,8 @@ class EchoTranslator::StreamWriter : public grpc::ServerWriteReactor<v1::Transla
   StreamWriter(EchoTranslator* service, const v1::TranslateRequest& request) {
     status_ = RequestedStatus(request);
     first_.set_index(0);
-    first_.set_text_delta(request.texts_size() > 0 ? request.texts(0).substr(
-                                                         0, request.texts(0).find(' '))
-                                                   : "");
+    first_.set_text_delta(
+        request.texts_size() > 0 ? request.texts(0).substr(0, request.texts(0).find(' ')) : "");
     for (int i = 0; i < request.texts_size(); ++i) {
       v1::TranslateStreamResponse& last = finals_.emplace_back();
       last.set_index(i);

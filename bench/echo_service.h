@@ -52,9 +52,7 @@ class EchoTranslator final : public v1::Translator::CallbackService {
     Clock::time_point when;
     uint64_t order;  // FIFO among equal times
     std::function<void()> run;
-    bool operator>(const Task& o) const {
-      return when != o.when ? when > o.when : order > o.order;
-    }
+    bool operator>(const Task& o) const { return when != o.when ? when > o.when : order > o.order; }
   };
   std::priority_queue<Task, std::vector<Task>, std::greater<>> tasks_;
   uint64_t next_order_ = 0;

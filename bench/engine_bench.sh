@@ -13,6 +13,7 @@ out=build/bench/engine
 model="$out/opus-mt-en-de-shape"
 sources="$out/sources.json"
 mkdir -p "$out"
+rm -f "$out"/transerve_*.json "$out"/reference_*.json  # a run summarises only its own rounds
 PY=/usr/bin/python3
 
 # Both engines run OpenBLAS; give both the kernel family the CPU supports (OpenBLAS 0.3.21

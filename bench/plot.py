@@ -50,7 +50,8 @@ def engine(results, md, m):
     fig.savefig(os.path.join(results, "engine_throughput.png"), dpi=120)
     plt.close(fig)
     md.append("## Engine throughput\n")
-    md.append(f"{machine_line(m)}; command: `bench/engine_bench.sh 3`\n")
+    rounds = max(r.get("rounds", 1) for r in e["rows"])
+    md.append(f"{machine_line(m)}; command: `bench/engine_bench.sh {rounds}` (medians)\n")
     md.append("| batch | search | transerve tok/s | PyTorch tok/s | ratio |")
     md.append("|---|---|---|---|---|")
     for r in e["rows"]:
@@ -74,13 +75,13 @@ def server(results, md, m, shape):
     colors = {"continuous": "tab:blue", "static": "tab:orange"}
     for mode, sweep in sweeps.items():
         runs = sweep["runs"]
-        x = [r["sentences_per_second"] for r in runs]
+        x = [r["rate"] for r in runs]
         ax.plot(x, [r["latency_seconds"]["p50"] * 1e3 for r in runs], "o-", color=colors[mode],
                 label=f"{mode} p50")
         ax.plot(x, [r["latency_seconds"]["p99"] * 1e3 for r in runs], "^--", color=colors[mode],
                 label=f"{mode} p99")
     ax.set_yscale("log")
-    ax.set_xlabel("achieved throughput (sentences / s)")
+    ax.set_xlabel("offered load (requests / s, one sentence each; Poisson arrivals)")
     ax.set_ylabel("latency (ms, from scheduled send)")
     ax.set_title(f"Server, {SHAPES[shape]}: Poisson load", fontsize=10)
     ax.grid(alpha=0.3, which="both")

@@ -13,6 +13,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -27,6 +28,9 @@ ABSL_FLAG(std::string, concurrency, "",
           "Closed loop: calls in flight; a comma list sweeps (e.g. 1,4,16,64)");
 ABSL_FLAG(std::string, rate, "",
           "Open loop: requests per second, Poisson arrivals; a comma list sweeps (e.g. 5,10,20)");
+ABSL_FLAG(std::string, sweep, "",
+          "A throughput-latency curve in one run: rate:R1,R2,... or concurrency:N1,N2,... "
+          "(the same as a list in --rate / --concurrency)");
 ABSL_FLAG(double, duration, 10, "Measured seconds per run");
 ABSL_FLAG(double, warmup, 2, "Seconds of load before each measured window (not counted)");
 ABSL_FLAG(double, drain_timeout, 30,
@@ -76,12 +80,25 @@ int Run() {
   }
   if (options.texts.empty()) return Fail(input + " has no sentences");
 
-  const bool closed = !absl::GetFlag(FLAGS_concurrency).empty();
-  const bool open = !absl::GetFlag(FLAGS_rate).empty();
-  if (closed == open) return Fail("give exactly one of --concurrency and --rate");
+  std::string concurrency = absl::GetFlag(FLAGS_concurrency);
+  std::string rate = absl::GetFlag(FLAGS_rate);
+  if (const std::string sweep = absl::GetFlag(FLAGS_sweep); !sweep.empty()) {
+    if (!concurrency.empty() || !rate.empty()) return Fail("--sweep replaces --rate/--concurrency");
+    if (absl::StartsWith(sweep, "rate:")) {
+      rate = sweep.substr(5);
+    } else if (absl::StartsWith(sweep, "concurrency:")) {
+      concurrency = sweep.substr(12);
+    } else {
+      return Fail("--sweep=rate:R1,R2,... or --sweep=concurrency:N1,N2,...");
+    }
+  }
+  const bool closed = !concurrency.empty();
+  const bool open = !rate.empty();
+  if (closed == open) return Fail("give exactly one of --concurrency, --rate and --sweep");
   std::vector<double> values;
-  if (!ParseList(absl::GetFlag(closed ? FLAGS_concurrency : FLAGS_rate), &values)) {
-    return Fail("--concurrency / --rate must be positive numbers, comma-separated");
+  if (!ParseList(closed ? concurrency : rate, &values)) {
+    return Fail(
+        "--concurrency / --rate / --sweep values must be positive numbers, comma-separated");
   }
   const std::string order = absl::GetFlag(FLAGS_order);
   if (order != "sequential" && order != "random") return Fail("--order: sequential or random");
@@ -151,8 +168,7 @@ int Run() {
                   r["target_tokens_per_second"].get<double>(),
                   r["latency_seconds"]["p50"].get<double>() * 1e3,
                   r["latency_seconds"]["p90"].get<double>() * 1e3,
-                  r["latency_seconds"]["p99"].get<double>() * 1e3,
-                  static_cast<long long>(errors));
+                  r["latency_seconds"]["p99"].get<double>() * 1e3, static_cast<long long>(errors));
     }
   }
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {

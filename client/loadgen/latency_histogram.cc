@@ -14,7 +14,7 @@ LatencyHistogram::LatencyHistogram()
 size_t LatencyHistogram::Index(int64_t micros) {
   const uint64_t v = static_cast<uint64_t>(std::max<int64_t>(0, micros));
   if (v < static_cast<uint64_t>(2 * kSubBuckets)) return static_cast<size_t>(v);
-  const int exponent = std::bit_width(v) - 1;  // v in [2^exponent, 2^(exponent+1))
+  const int exponent = std::bit_width(v) - 1;   // v in [2^exponent, 2^(exponent+1))
   const int shift = exponent - kSubBucketBits;  // >= 1
   const uint64_t sub = (v >> shift) - static_cast<uint64_t>(kSubBuckets);  // 0..kSubBuckets-1
   return static_cast<size_t>(2 * kSubBuckets + (shift - 1) * kSubBuckets + sub);

@@ -27,7 +27,7 @@ class LatencyHistogram {
  private:
   static constexpr int kSubBucketBits = 9;  // 512 sub-buckets per power of two
   static constexpr int64_t kSubBuckets = int64_t{1} << kSubBucketBits;
-  static constexpr int kOctaves = 31;       // up to 2^(9+31) µs
+  static constexpr int kOctaves = 31;  // up to 2^(9+31) µs
 
   static size_t Index(int64_t micros);
   static double Midpoint(size_t index);  // seconds

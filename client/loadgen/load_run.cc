@@ -7,7 +7,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -33,6 +33,7 @@ class Runner;
 struct CallState {
   grpc::ClientContext context;
   v1::TranslateRequest request;
+  v1::TranslateResponse response;
   Clock::time_point scheduled;  // latency origin: when the call was due, not when it left
   bool measured = false;        // scheduled inside the window
   bool first_chunk_seen = false;
@@ -65,12 +66,18 @@ class Runner {
 
     if (options_.mode == LoadOptions::Mode::kClosedLoop) {
       for (int i = 0; i < options_.concurrency; ++i) Send(Clock::now());
-      std::this_thread::sleep_until(window_end_);
+      while (Clock::now() < window_end_) {
+        std::this_thread::sleep_until(std::min(window_end_, Clock::now() + kReapEvery));
+        Reap();
+      }
     } else {
       SendPoissonArrivals();
     }
     stopping_.store(true);
     Drain();
+    std::this_thread::sleep_for(kReapEvery);  // the last callbacks return meanwhile
+    Reap();
+    Reap();
 
     {
       std::lock_guard<std::mutex> lock(done_mu_);
@@ -96,10 +103,15 @@ class Runner {
     std::exponential_distribution<double> gap(options_.rate);
     std::mt19937_64 rng(options_.seed ^ 0x9e3779b97f4a7c15ULL);
     Clock::time_point due = start_;
+    Clock::time_point last_reap = start_;
     while (true) {
       due += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(gap(rng)));
       if (due >= window_end_) break;
       std::this_thread::sleep_until(due);
+      if (due - last_reap >= kReapEvery) {
+        Reap();
+        last_reap = due;
+      }
       if (in_flight_.load() >= options_.max_outstanding) {
         if (due >= window_start_) {
           std::lock_guard<std::mutex> lock(mu_);
@@ -118,7 +130,8 @@ class Runner {
     if (all_answered_.wait_until(lock, give_up, [this] { return calls_.empty(); })) return;
     // Cancelled outside the lock (an answer may arrive meanwhile); the copies keep every
     // context alive until it has been told.
-    std::vector<std::shared_ptr<CallState>> late(calls_.begin(), calls_.end());
+    std::vector<std::shared_ptr<CallState>> late;
+    for (const auto& [raw, call] : calls_) late.push_back(call);
     lock.unlock();
     for (const auto& call : late) call->context.TryCancel();
     late.clear();
@@ -132,9 +145,8 @@ class Runner {
     std::lock_guard<std::mutex> lock(input_mu_);
     const size_t n = options_.texts.size();
     for (int k = 0; k < options_.sentences_per_request; ++k) {
-      const size_t i = options_.random_order
-                           ? std::uniform_int_distribution<size_t>(0, n - 1)(rng_)
-                           : next_text_++ % n;
+      const size_t i = options_.random_order ? std::uniform_int_distribution<size_t>(0, n - 1)(rng_)
+                                             : next_text_++ % n;
       request->add_texts(options_.texts[i]);
     }
   }
@@ -153,7 +165,7 @@ class Runner {
     }
     {
       std::lock_guard<std::mutex> lock(calls_mu_);
-      calls_.insert(call);
+      calls_.emplace(call.get(), call);
     }
     in_flight_.fetch_add(1);
     sent_.fetch_add(1);
@@ -163,17 +175,19 @@ class Runner {
     }
     v1::Translator::Stub* stub = stubs_[next_stub_.fetch_add(1) % stubs_.size()].get();
     if (options_.stream) {
-      new StreamReader(this, stub, call);  // deletes itself when done
+      new StreamReader(this, stub, call.get());  // deletes itself when done
     } else {
-      auto response = std::make_shared<v1::TranslateResponse>();
-      stub->async()->Translate(&call->context, &call->request, response.get(),
-                               [this, call, response](grpc::Status status) {
+      // The callback holds no ownership: a context must not be destroyed inside gRPC's own
+      // completion (see Reap).
+      CallState* raw = call.get();
+      stub->async()->Translate(&raw->context, &raw->request, &raw->response,
+                               [this, raw](grpc::Status status) {
                                  if (status.ok()) {
-                                   for (const auto& t : response->translations()) {
-                                     CountTranslation(t, call.get());
+                                   for (const auto& t : raw->response.translations()) {
+                                     CountTranslation(t, raw);
                                    }
                                  }
-                                 Finish(call, status);
+                                 Finish(raw, status);
                                });
     }
   }
@@ -181,8 +195,8 @@ class Runner {
   // TranslateStream: counts the first chunk and the final translations.
   class StreamReader : public grpc::ClientReadReactor<v1::TranslateStreamResponse> {
    public:
-    StreamReader(Runner* runner, v1::Translator::Stub* stub, std::shared_ptr<CallState> call)
-        : runner_(runner), call_(std::move(call)) {
+    StreamReader(Runner* runner, v1::Translator::Stub* stub, CallState* call)
+        : runner_(runner), call_(call) {
       stub->async()->TranslateStream(&call_->context, &call_->request, this);
       StartRead(&message_);
       StartCall();
@@ -193,7 +207,7 @@ class Runner {
         call_->first_chunk_seen = true;
         call_->first_chunk = Clock::now();
       }
-      if (message_.done()) CountTranslation(message_.translation(), call_.get());
+      if (message_.done()) CountTranslation(message_.translation(), call_);
       StartRead(&message_);
     }
     void OnDone(const grpc::Status& status) override {
@@ -203,11 +217,11 @@ class Runner {
 
    private:
     Runner* runner_;
-    std::shared_ptr<CallState> call_;
+    CallState* call_;
     v1::TranslateStreamResponse message_;
   };
 
-  void Finish(const std::shared_ptr<CallState>& call, const grpc::Status& status) {
+  void Finish(CallState* call, const grpc::Status& status) {
     const Clock::time_point now = Clock::now();
     if (status.ok()) {
       ok_.fetch_add(1);
@@ -227,17 +241,19 @@ class Runner {
         report_.source_tokens += call->source_tokens;
         report_.target_tokens += call->target_tokens;
       } else {
-        ++report_.errors[absl::StatusCodeToString(
-            static_cast<absl::StatusCode>(status.error_code()))];
+        ++report_
+              .errors[absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()))];
       }
     }
     // Closed loop: the answer frees the slot for the next call.
-    const bool again = options_.mode == LoadOptions::Mode::kClosedLoop && !stopping_.load() &&
-                       now < window_end_;
+    const bool again =
+        options_.mode == LoadOptions::Mode::kClosedLoop && !stopping_.load() && now < window_end_;
     if (again) Send(now);
     in_flight_.fetch_sub(1);
     std::lock_guard<std::mutex> lock(calls_mu_);
-    calls_.erase(call);
+    auto it = calls_.find(call);
+    finished_calls_.push_back(std::move(it->second));
+    calls_.erase(it);
     if (calls_.empty()) all_answered_.notify_all();
   }
 
@@ -278,8 +294,23 @@ class Runner {
   LoadReport report_;
   Clock::time_point last_measured_answer_;
 
-  std::mutex calls_mu_;  // calls in flight, for the drain
-  std::unordered_set<std::shared_ptr<CallState>> calls_;
+  // Calls in flight (for the drain), and answered calls waiting to be destroyed. A call's
+  // context is destroyed by Reap on this runner's own threads, never inside gRPC's completion
+  // of that call (destroying it there unreferences the call twice), and only after a full
+  // reaping period, by when gRPC has long returned from the callback.
+  static constexpr Clock::duration kReapEvery = std::chrono::milliseconds(500);
+  void Reap() {
+    std::vector<std::shared_ptr<CallState>> dead;
+    {
+      std::lock_guard<std::mutex> lock(calls_mu_);
+      dead.swap(aging_calls_);
+      aging_calls_.swap(finished_calls_);
+    }
+  }
+  std::mutex calls_mu_;
+  std::unordered_map<CallState*, std::shared_ptr<CallState>> calls_;
+  std::vector<std::shared_ptr<CallState>> finished_calls_;
+  std::vector<std::shared_ptr<CallState>> aging_calls_;
   std::condition_variable all_answered_;
 
   std::mutex done_mu_;  // the progress thread's stop signal
@@ -319,9 +350,9 @@ absl::StatusOr<LoadReport> RunLoad(const std::vector<std::shared_ptr<grpc::Chann
 
 nlohmann::json ReportJson(const LoadReport& r) {
   auto latency = [](const LatencyHistogram& h) {
-    return nlohmann::json{{"count", h.count()},     {"min", h.min()},
-                          {"mean", h.mean()},       {"p50", h.Percentile(50)},
-                          {"p90", h.Percentile(90)}, {"p99", h.Percentile(99)},
+    return nlohmann::json{{"count", h.count()},         {"min", h.min()},
+                          {"mean", h.mean()},           {"p50", h.Percentile(50)},
+                          {"p90", h.Percentile(90)},    {"p99", h.Percentile(99)},
                           {"p999", h.Percentile(99.9)}, {"max", h.max()}};
   };
   const double s = std::max(1e-9, r.seconds);
@@ -358,13 +389,12 @@ std::string ReportText(const LoadReport& r) {
                          : absl::StrFormat("%.2f requests/s", r.rate),
       r.seconds, r.sent, r.ok, errors,
       r.skipped > 0 ? absl::StrCat(", ", r.skipped, " skipped (too many in flight)") : "");
-  absl::StrAppendFormat(&out,
-                        "throughput: %.2f requests/s, %.2f sentences/s, %.1f source tokens/s, "
-                        "%.1f target tokens/s\n",
-                        j["requests_per_second"].get<double>(),
-                        j["sentences_per_second"].get<double>(),
-                        j["source_tokens_per_second"].get<double>(),
-                        j["target_tokens_per_second"].get<double>());
+  absl::StrAppendFormat(
+      &out,
+      "throughput: %.2f requests/s, %.2f sentences/s, %.1f source tokens/s, "
+      "%.1f target tokens/s\n",
+      j["requests_per_second"].get<double>(), j["sentences_per_second"].get<double>(),
+      j["source_tokens_per_second"].get<double>(), j["target_tokens_per_second"].get<double>());
   auto line = [&](const char* name, const LatencyHistogram& h) {
     absl::StrAppendFormat(&out,
                           "%s (ms): min %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n",

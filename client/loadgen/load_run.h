@@ -33,8 +33,8 @@ struct LoadProgress {
 struct LoadOptions {
   enum class Mode { kClosedLoop, kOpenLoop };
   Mode mode = Mode::kClosedLoop;
-  int concurrency = 1;  // closed loop: calls in flight
-  double rate = 1;      // open loop: requests per second, exponential gaps
+  int concurrency = 1;                           // closed loop: calls in flight
+  double rate = 1;                               // open loop: requests per second, exponential gaps
   absl::Duration warmup = absl::ZeroDuration();  // sent and answered, not counted
   absl::Duration duration = absl::Seconds(10);   // the measured window
   // After the window: how long calls still in flight may take before they are cancelled

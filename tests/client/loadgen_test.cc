@@ -1,8 +1,8 @@
 // The load generator against a stand-in server with known delays (bench/echo_service): the
 // percentiles it reports, open-loop latency that includes queueing (no coordinated omission),
 // errors by status, streaming's first chunk, the JSON contract, and a dead target.
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
@@ -199,11 +199,11 @@ TEST(LoadgenBinary, JsonHasTheContractKeys) {
   EchoServer server({});
   const std::string json = ::testing::TempDir() + "/loadgen.json";
   std::string output;
-  const int rc = RunCommand(absl::StrCat(Loadgen(), " --target=", server.address(), " --input=",
-                                         WriteInput({"sleep_ms=1 a b", "c"}),
-                                         " --concurrency=2 --duration=0.5 --warmup=0.1 --json=",
-                                         json),
-                            &output);
+  const int rc =
+      RunCommand(absl::StrCat(Loadgen(), " --target=", server.address(),
+                              " --input=", WriteInput({"sleep_ms=1 a b", "c"}),
+                              " --concurrency=2 --duration=0.5 --warmup=0.1 --json=", json),
+                 &output);
   ASSERT_EQ(rc, 0) << output;
   EXPECT_NE(output.find("latency (ms)"), std::string::npos) << output;
   std::ifstream in(json);
@@ -224,10 +224,10 @@ TEST(LoadgenBinary, SweepWritesOneRunPerValue) {
   EchoServer server({});
   const std::string json = ::testing::TempDir() + "/sweep.json";
   std::string output;
-  const int rc = RunCommand(absl::StrCat(Loadgen(), " --target=", server.address(), " --input=",
-                                         WriteInput({"a b"}), " --rate=50,100 --duration=0.5",
-                                         " --warmup=0 --json=", json),
-                            &output);
+  const int rc = RunCommand(
+      absl::StrCat(Loadgen(), " --target=", server.address(), " --input=", WriteInput({"a b"}),
+                   " --sweep=rate:50,100 --duration=0.5", " --warmup=0 --json=", json),
+      &output);
   ASSERT_EQ(rc, 0) << output;
   std::ifstream in(json);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
@@ -239,9 +239,10 @@ TEST(LoadgenBinary, SweepWritesOneRunPerValue) {
 TEST(LoadgenBinary, DeadTargetExitsNonZeroWithTheReason) {
   std::string output;
   const auto start = std::chrono::steady_clock::now();
-  const int rc = RunCommand(absl::StrCat(Loadgen(), " --target=127.0.0.1:1 --input=",
-                                         WriteInput({"a"}), " --concurrency=1 --duration=1"),
-                            &output);
+  const int rc =
+      RunCommand(absl::StrCat(Loadgen(), " --target=127.0.0.1:1 --input=", WriteInput({"a"}),
+                              " --concurrency=1 --duration=1"),
+                 &output);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
   EXPECT_EQ(rc, 1);
   EXPECT_NE(output.find("cannot connect"), std::string::npos) << output;
