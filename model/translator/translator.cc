@@ -9,6 +9,7 @@
 #include "model/core/logging.h"
 #include "model/core/thread_pool.h"
 #include "model/layers/encoder.h"
+#include "model/ops/cuda_plugin.h"
 #include "model/ops/ops.h"
 
 namespace transerve {
@@ -20,15 +21,22 @@ absl::Status NoTokenizerError() {
   return absl::FailedPreconditionError("this translator was loaded without its tokenizer");
 }
 
+// The CUDA plugin finds devices and runs its self-test kernel, but no model primitive runs on
+// it yet (docs/cuda.md): auto therefore always ends on the CPU, saying why.
 absl::StatusOr<Device> ResolveDevice(const std::string& name) {
   if (name == "cpu") return Device::kCpu;
-  if (name == "auto") {
-    // The CUDA backend is not built yet (docs/architecture.md); auto falls back to the CPU.
+  if (name == "auto" || name == "cuda") {
+    const CudaProbe& probe = ProbeCuda();
+    const std::string found = probe.devices > 0
+                                  ? absl::StrCat("CUDA device ", probe.detail,
+                                                 ", but the CUDA backend does not run models yet")
+                                  : probe.detail;
+    if (name == "cuda") {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--device=cuda: ", found, "; use --device=cpu or auto"));
+    }
+    Log().info("device auto: {}; using the CPU", found);
     return Device::kCpu;
-  }
-  if (name == "cuda") {
-    return absl::FailedPreconditionError(
-        "--device=cuda: this build has no CUDA backend; use --device=cpu or auto");
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown device '", name, "' (expected auto, cpu or cuda)"));

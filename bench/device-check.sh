@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One run on a lent GPU machine (docs/cuda.md): builds with the CUDA plugin, runs the CUDA
+# tests (plugin probe, self-test kernel; under compute-sanitizer memcheck when present) and
+# prints a short table last. Full output goes to OUT (default build/device-check/).
+# It grows with the CUDA backend: the GPU parity tests and the engine and server benchmarks on
+# the device join it as they exist. Must stay well under 8 minutes.
+# Usage: bench/device-check.sh [OUT]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-build/device-check}
+mkdir -p "$OUT"
+start=$(date +%s)
+summary=()
+
+step() {  # NAME COMMAND...
+  local name=$1
+  shift
+  local t0=$(date +%s)
+  if "$@" > "$OUT/$name.log" 2>&1; then
+    summary+=("$(printf '%-28s ok     %4ss' "$name" $(( $(date +%s) - t0 )))")
+  else
+    summary+=("$(printf '%-28s FAILED %4ss  (see %s)' "$name" $(( $(date +%s) - t0 )) "$OUT/$name.log")")
+  fi
+}
+
+step gpu "nvidia-smi" --query-gpu=name,driver_version,memory.total --format=csv
+step configure cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRANSERVE_CUDA=ON
+step build cmake --build build
+step cuda-tests ctest --test-dir build -R Cuda --output-on-failure
+if command -v compute-sanitizer >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  step memcheck "$sanitizer" --tool memcheck --error-exitcode 1 build/tests/cuda_plugin_test \
+    --gtest_filter='*SelfTest*'
+fi
+
+echo
+echo "device check ($(( $(date +%s) - start )) s), logs in $OUT:"
+head -2 "$OUT/gpu.log" 2>/dev/null | tail -1
+printf '%s\n' "${summary[@]}"
+grep -h -E "Skipped|device auto" "$OUT/cuda-tests.log" 2>/dev/null | head -3

@@ -1,0 +1,106 @@
+// libtranserve_cuda.so: the CUDA backend, loaded by the engine with dlopen
+// (model/ops/cuda_plugin.h). The CUDA runtime is linked statically so the plugin needs only
+// the driver (libcuda.so) at run time, which the runtime itself looks up.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "model/ops/cuda/plugin_abi.h"
+
+namespace {
+
+void Write(char* message, size_t capacity, const char* text) {
+  if (message == nullptr || capacity == 0) return;
+  std::snprintf(message, capacity, "%s", text);
+}
+
+void WriteError(char* message, size_t capacity, const char* what, cudaError_t error) {
+  if (message == nullptr || capacity == 0) return;
+  std::snprintf(message, capacity, "%s: %s (%s)", what, cudaGetErrorString(error),
+                cudaGetErrorName(error));
+}
+
+__global__ void ScaleAndAdd(const float* x, const float* y, float a, float* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a * x[i] + y[i];
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int transerve_cuda_abi(void) {
+  return TRANSERVE_CUDA_PLUGIN_ABI;
+}
+
+__attribute__((visibility("default"))) int transerve_cuda_probe(char* message, size_t capacity) {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    // Without a GPU the runtime may answer "driver insufficient" rather than "no device": both
+    // mean there is nothing to run on.
+    WriteError(message, capacity, "no usable CUDA device", error);
+    return 0;
+  }
+  if (count == 0) {
+    Write(message, capacity, "no CUDA device");
+    return 0;
+  }
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+    Write(message, capacity, "CUDA device 0: properties unavailable");
+    return count;
+  }
+  if (message != nullptr && capacity > 0) {
+    std::snprintf(message, capacity, "%s (compute capability %d.%d, %.1f GiB)", prop.name,
+                  prop.major, prop.minor, static_cast<double>(prop.totalGlobalMem) / (1u << 30));
+  }
+  return count;
+}
+
+__attribute__((visibility("default"))) int transerve_cuda_self_test(char* message,
+                                                                    size_t capacity) {
+  const int n = 1 << 16;
+  std::vector<float> x(n), y(n), out(n, 0.0f);
+  for (int i = 0; i < n; ++i) {
+    x[i] = static_cast<float>((i * 7919LL) % 1013) / 101.0f - 5.0f;
+    y[i] = static_cast<float>((i * 104729LL) % 997) / 97.0f - 5.0f;
+  }
+  float *dx = nullptr, *dy = nullptr, *dout = nullptr;
+  const size_t bytes = n * sizeof(float);
+  cudaError_t error = cudaMalloc(&dx, bytes);
+  if (error == cudaSuccess) error = cudaMalloc(&dy, bytes);
+  if (error == cudaSuccess) error = cudaMalloc(&dout, bytes);
+  if (error == cudaSuccess) error = cudaMemcpy(dx, x.data(), bytes, cudaMemcpyHostToDevice);
+  if (error == cudaSuccess) error = cudaMemcpy(dy, y.data(), bytes, cudaMemcpyHostToDevice);
+  if (error == cudaSuccess) {
+    ScaleAndAdd<<<(n + 255) / 256, 256>>>(dx, dy, 1.5f, dout, n);
+    error = cudaGetLastError();
+  }
+  if (error == cudaSuccess) error = cudaMemcpy(out.data(), dout, bytes, cudaMemcpyDeviceToHost);
+  cudaFree(dx);
+  cudaFree(dy);
+  cudaFree(dout);
+  if (error != cudaSuccess) {
+    WriteError(message, capacity, "self-test kernel failed", error);
+    return 0;
+  }
+  for (int i = 0; i < n; ++i) {
+    const float want = 1.5f * x[i] + y[i];
+    // The device may fuse the multiply-add (one rounding instead of two).
+    if (!(std::fabs(out[i] - want) <= 1e-6f * (std::fabs(want) + 1.0f))) {
+      if (message != nullptr && capacity > 0) {
+        std::snprintf(message, capacity, "self-test: element %d is %g, expected %g", i, out[i],
+                      1.5f * x[i] + y[i]);
+      }
+      return 0;
+    }
+  }
+  Write(message, capacity, "ok");
+  return 1;
+}
+
+}  // extern "C"

@@ -1,0 +1,107 @@
+#include "model/ops/cuda_plugin.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "model/ops/cuda/plugin_abi.h"
+
+namespace transerve {
+namespace {
+
+constexpr const char* kPluginName = "libtranserve_cuda.so";
+
+struct Plugin {
+  void* handle = nullptr;
+  TranserveCudaProbeFn probe = nullptr;
+  TranserveCudaSelfTestFn self_test = nullptr;
+  std::string error;  // why it is not loaded
+};
+
+std::vector<std::string> Candidates() {
+  std::vector<std::string> paths;
+  if (const char* env = std::getenv("TRANSERVE_CUDA_PLUGIN"); env != nullptr && *env != '\0') {
+    paths.emplace_back(env);
+  }
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    paths.push_back((exe.parent_path().parent_path() / "lib" / kPluginName).string());
+  }
+  paths.emplace_back(kPluginName);  // the loader's search path
+  return paths;
+}
+
+Plugin Load() {
+  Plugin p;
+  std::string errors;
+  for (const std::string& path : Candidates()) {
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* e = dlerror();
+      absl::StrAppend(&errors, errors.empty() ? "" : "; ", e != nullptr ? e : path);
+      continue;
+    }
+    auto abi = reinterpret_cast<TranserveCudaAbiFn>(dlsym(handle, "transerve_cuda_abi"));
+    auto probe = reinterpret_cast<TranserveCudaProbeFn>(dlsym(handle, "transerve_cuda_probe"));
+    auto self_test =
+        reinterpret_cast<TranserveCudaSelfTestFn>(dlsym(handle, "transerve_cuda_self_test"));
+    if (abi == nullptr || probe == nullptr || self_test == nullptr ||
+        abi() != TRANSERVE_CUDA_PLUGIN_ABI) {
+      absl::StrAppend(&errors, errors.empty() ? "" : "; ", path,
+                      ": not a transerve CUDA plugin of ABI ", TRANSERVE_CUDA_PLUGIN_ABI);
+      dlclose(handle);
+      continue;
+    }
+    p.handle = handle;
+    p.probe = probe;
+    p.self_test = self_test;
+    return p;
+  }
+  p.error = absl::StrCat("CUDA backend plugin not found (", errors, ")");
+  return p;
+}
+
+const Plugin& LoadedPlugin() {
+  static const Plugin* plugin = new Plugin(Load());
+  return *plugin;
+}
+
+}  // namespace
+
+const CudaProbe& ProbeCuda() {
+  static const CudaProbe* probe = [] {
+    auto* result = new CudaProbe();
+    const Plugin& plugin = LoadedPlugin();
+    if (plugin.handle == nullptr) {
+      result->detail = plugin.error;
+      return result;
+    }
+    result->plugin_loaded = true;
+    std::array<char, 512> message{};
+    result->devices = plugin.probe(message.data(), message.size());
+    result->detail = message.data();
+    return result;
+  }();
+  return *probe;
+}
+
+bool CudaSelfTest(std::string* message) {
+  const Plugin& plugin = LoadedPlugin();
+  if (plugin.handle == nullptr) {
+    *message = plugin.error;
+    return false;
+  }
+  std::array<char, 512> text{};
+  const bool ok = plugin.self_test(text.data(), text.size()) == 1;
+  *message = text.data();
+  return ok;
+}
+
+}  // namespace transerve

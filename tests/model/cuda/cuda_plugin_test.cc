@@ -1,0 +1,46 @@
+// The CUDA backend plugin: found in the build tree whenever CUDA was built, a device probe that
+// explains itself, --device=auto staying on the CPU and --device=cuda refused with the reason,
+// and on a GPU machine the plugin's self-test kernel. GPU-only checks skip with the reason.
+#include "model/ops/cuda_plugin.h"
+
+#include <gtest/gtest.h>
+
+#include "model/translator/translator.h"
+#include "tests/model/translator/fixtures.h"
+
+namespace transerve {
+namespace {
+
+TEST(CudaPlugin, FoundWhenBuiltAndExplainsItself) {
+  const CudaProbe& probe = ProbeCuda();
+#ifdef TRANSERVE_HAVE_CUDA
+  EXPECT_TRUE(probe.plugin_loaded) << probe.detail;
+#else
+  EXPECT_FALSE(probe.plugin_loaded);
+  EXPECT_NE(probe.detail.find("not found"), std::string::npos) << probe.detail;
+#endif
+  EXPECT_FALSE(probe.detail.empty());
+  EXPECT_GE(probe.devices, 0);
+}
+
+TEST(CudaPlugin, AutoStaysOnTheCpuAndCudaIsRefusedWithTheReason) {
+  const CudaProbe& probe = ProbeCuda();
+  const std::string dir = testing::FixtureModelDir(testing::kFixtureNames[0]);
+  auto automatic = Translator::Create({.model_dir = dir, .device = "auto"});
+  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  EXPECT_EQ((*automatic)->device(), Device::kCpu);
+  auto cuda = Translator::Create({.model_dir = dir, .device = "cuda"});
+  ASSERT_FALSE(cuda.ok());
+  EXPECT_EQ(cuda.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(cuda.status().message().find(probe.detail), std::string::npos) << cuda.status();
+}
+
+TEST(CudaPlugin, SelfTestKernelOnTheGpu) {
+  const CudaProbe& probe = ProbeCuda();
+  if (probe.devices == 0) GTEST_SKIP() << probe.detail;
+  std::string message;
+  EXPECT_TRUE(CudaSelfTest(&message)) << message;
+}
+
+}  // namespace
+}  // namespace transerve
