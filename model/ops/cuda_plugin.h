@@ -13,9 +13,9 @@ struct CudaProbe {
   std::string detail;          // device 0's name, or why there is no usable device
 };
 
-// Loads the plugin once (thread-safe) and asks it for devices. Where it looks: $TRANSERVE_CUDA_PLUGIN,
-// then ../lib/ next to the running executable (the build and install layout), then the
-// dynamic loader's search path.
+// Loads the plugin once (thread-safe) and asks it for devices. Where it looks:
+// $TRANSERVE_CUDA_PLUGIN, then ../lib/ next to the running executable (the build and install
+// layout), then the dynamic loader's search path.
 const CudaProbe& ProbeCuda();
 
 // Runs the plugin's self-test kernel on device 0; true when it computed the right result.
