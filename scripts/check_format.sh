@@ -3,7 +3,8 @@
 # With --fix, rewrites the files instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cu')
+# Tracked files and new ones git does not ignore, so a fix before `git add` covers them too.
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cc' '*.h' '*.cu')
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"
 else
