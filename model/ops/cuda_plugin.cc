@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "model/core/tensor.h"
 #include "model/ops/cuda/plugin_abi.h"
 
 namespace transerve {
@@ -21,6 +22,7 @@ struct Plugin {
   void* handle = nullptr;
   TranserveCudaProbeFn probe = nullptr;
   TranserveCudaSelfTestFn self_test = nullptr;
+  const TranserveCudaApi* api = nullptr;
   std::string error;  // why it is not loaded
 };
 
@@ -52,8 +54,9 @@ Plugin Load() {
     auto probe = reinterpret_cast<TranserveCudaProbeFn>(dlsym(handle, "transerve_cuda_probe"));
     auto self_test =
         reinterpret_cast<TranserveCudaSelfTestFn>(dlsym(handle, "transerve_cuda_self_test"));
-    if (abi == nullptr || probe == nullptr || self_test == nullptr ||
-        abi() != TRANSERVE_CUDA_PLUGIN_ABI) {
+    auto api = reinterpret_cast<TranserveCudaApiFn>(dlsym(handle, "transerve_cuda_api"));
+    if (abi == nullptr || probe == nullptr || self_test == nullptr || api == nullptr ||
+        abi() != TRANSERVE_CUDA_PLUGIN_ABI || api()->abi != TRANSERVE_CUDA_PLUGIN_ABI) {
       absl::StrAppend(&errors, errors.empty() ? "" : "; ", path,
                       ": not a transerve CUDA plugin of ABI ", TRANSERVE_CUDA_PLUGIN_ABI);
       dlclose(handle);
@@ -62,6 +65,7 @@ Plugin Load() {
     p.handle = handle;
     p.probe = probe;
     p.self_test = self_test;
+    p.api = api();
     return p;
   }
   p.error = absl::StrCat("CUDA backend plugin not found (", errors, ")");
@@ -90,6 +94,16 @@ const CudaProbe& ProbeCuda() {
     return result;
   }();
   return *probe;
+}
+
+const TranserveCudaApi* CudaApi() {
+  static const TranserveCudaApi* api = []() -> const TranserveCudaApi* {
+    if (ProbeCuda().devices == 0) return nullptr;
+    const TranserveCudaApi* table = LoadedPlugin().api;
+    RegisterAllocator(Device::kCuda, {table->allocate, table->free});
+    return table;
+  }();
+  return api;
 }
 
 bool CudaSelfTest(std::string* message) {

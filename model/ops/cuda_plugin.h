@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "model/ops/cuda/plugin_abi.h"
+
 namespace transerve {
 
 struct CudaProbe {
@@ -20,5 +22,9 @@ const CudaProbe& ProbeCuda();
 
 // Runs the plugin's self-test kernel on device 0; true when it computed the right result.
 bool CudaSelfTest(std::string* message);
+
+// The plugin's primitives when a usable device exists, else nullptr. The first call registers
+// the device allocator for Device::kCuda, so Tensors can live there.
+const TranserveCudaApi* CudaApi();
 
 }  // namespace transerve

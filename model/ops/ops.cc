@@ -6,12 +6,33 @@
 #include <string>
 
 #include "model/ops/cpu/cpu_ops.h"
+#include "model/ops/cuda_plugin.h"
 
 namespace transerve::ops {
 namespace {
 
 // The CUDA backend (docs/architecture.md) plugs in here; until it exists every tensor is on the
 // CPU and anything else is a programming error.
+// The CUDA plugin's table for an op on a device tensor; throws when there is none.
+const TranserveCudaApi& RequireCuda(const char* op) {
+  const TranserveCudaApi* api = CudaApi();
+  if (api == nullptr) {
+    throw std::logic_error(std::string(op) + ": a CUDA tensor but no usable CUDA backend (" +
+                           ProbeCuda().detail + ")");
+  }
+  return *api;
+}
+
+void CheckCuda(int result, const TranserveCudaApi& api, const char* op) {
+  if (result != 0) throw std::runtime_error(std::string(op) + ": " + api.last_error());
+}
+
+// Makes *out a tensor of `shape` on `device`, reusing its storage when it already lives there.
+void PrepareOutput(Tensor* out, std::vector<int64_t> shape, Device device) {
+  if (out->device() != device) *out = Tensor(shape, DType::kFloat32, device);
+  out->Resize(std::move(shape));
+}
+
 void RequireCpu(Device device, const char* op) {
   if (device != Device::kCpu) {
     throw std::logic_error(std::string(op) + ": no implementation for device " +
@@ -59,6 +80,15 @@ PackedMatrix PackMatrix(const Tensor& weight) {
 
 void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation activation,
             Tensor* y, const PackedMatrix* packed) {
+  if (x.device() == Device::kCuda) {
+    const TranserveCudaApi& api = RequireCuda("Linear");
+    const int64_t m = x.dim(0), k = x.dim(1), n = weight.dim(0);
+    PrepareOutput(y, {m, n}, Device::kCuda);
+    CheckCuda(api.linear_f32(x.f32(), m, k, weight.f32(), n, bias.empty() ? nullptr : bias.f32(),
+                             static_cast<int>(activation), y->f32()),
+              api, "Linear");
+    return;
+  }
   RequireCpu(x.device(), "Linear");
   if (packed != nullptr && !packed->empty()) {
     const auto start = std::chrono::steady_clock::now();
@@ -74,8 +104,28 @@ void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activatio
   if (activation != Activation::kIdentity) cpu::Activate(activation, y);
 }
 
+Tensor CopyTo(const Tensor& t, Device device) {
+  if (t.device() == device) return t;
+  const TranserveCudaApi& api = RequireCuda("CopyTo");
+  Tensor out(t.shape(), t.dtype(), device);
+  const size_t bytes = static_cast<size_t>(t.numel()) * DTypeSize(t.dtype());
+  const int direction =
+      device == Device::kCuda ? TRANSERVE_CUDA_HOST_TO_DEVICE : TRANSERVE_CUDA_DEVICE_TO_HOST;
+  CheckCuda(api.copy(out.data<char>(), t.data<char>(), bytes, direction), api, "CopyTo");
+  return out;
+}
+
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                   float eps, Tensor* out) {
+  if (x.device() == Device::kCuda) {
+    const TranserveCudaApi& api = RequireCuda("AddLayerNorm");
+    const int64_t rows = x.dim(0), d = x.dim(1);
+    if (out != &x && out != &residual) PrepareOutput(out, {rows, d}, Device::kCuda);
+    CheckCuda(api.add_layer_norm_f32(x.f32(), residual.f32(), gamma.f32(), beta.f32(), rows, d, eps,
+                                     out->f32()),
+              api, "AddLayerNorm");
+    return;
+  }
   RequireCpu(x.device(), "AddLayerNorm");
   cpu::AddLayerNorm(x, residual, gamma, beta, eps, out);
 }

@@ -63,6 +63,10 @@ PackedMatrix PackMatrix(const Tensor& weight);
 void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation activation,
             Tensor* y, const PackedMatrix* packed = nullptr);
 
+// A copy of `t` on `device` (`t` itself when it is there already). Moving to or from the GPU
+// needs the CUDA backend (model/ops/cuda_plugin.h).
+Tensor CopyTo(const Tensor& t, Device device);
+
 // out = LayerNorm(x + residual) * gamma + beta over the last axis (biased variance).
 // `out` may alias `x` or `residual`.
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,

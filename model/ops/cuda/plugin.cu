@@ -8,7 +8,15 @@
 #include <cstring>
 #include <vector>
 
+#include "model/ops/cuda/cuda_status.h"
 #include "model/ops/cuda/plugin_abi.h"
+
+namespace transerve::cuda {
+int LinearF32(const float* x, int64_t m, int64_t k, const float* w, int64_t n, const float* bias,
+              int activation, float* y);
+int AddLayerNormF32(const float* x, const float* residual, const float* gamma, const float* beta,
+                    int64_t rows, int64_t d, float eps, float* out);
+}  // namespace transerve::cuda
 
 namespace {
 
@@ -28,9 +36,48 @@ __global__ void ScaleAndAdd(const float* x, const float* y, float a, float* out,
   if (i < n) out[i] = a * x[i] + y[i];
 }
 
+// Plain cudaMalloc for now; the caching allocator of docs/cuda.md replaces it.
+void* Allocate(size_t bytes) {
+  void* ptr = nullptr;
+  if (transerve::cuda::Check(cudaMalloc(&ptr, bytes > 0 ? bytes : 1), "cudaMalloc")) return nullptr;
+  return ptr;
+}
+
+void Free(void* ptr) {
+  if (ptr != nullptr) cudaFree(ptr);
+}
+
+int Copy(void* dst, const void* src, size_t bytes, int direction) {
+  const cudaMemcpyKind kind = direction == TRANSERVE_CUDA_HOST_TO_DEVICE ? cudaMemcpyHostToDevice
+                              : direction == TRANSERVE_CUDA_DEVICE_TO_HOST
+                                  ? cudaMemcpyDeviceToHost
+                                  : cudaMemcpyDeviceToDevice;
+  cudaStream_t stream = transerve::cuda::Stream();
+  if (transerve::cuda::Check(cudaMemcpyAsync(dst, src, bytes, kind, stream), "copy")) return 1;
+  // Host memory is pageable and may be reused at once by the caller: wait.
+  return transerve::cuda::Check(cudaStreamSynchronize(stream), "copy: synchronize");
+}
+
+int Synchronize() {
+  return transerve::cuda::Check(cudaStreamSynchronize(transerve::cuda::Stream()), "synchronize");
+}
+
+const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
+                               Allocate,
+                               Free,
+                               Copy,
+                               Synchronize,
+                               transerve::cuda::LinearF32,
+                               transerve::cuda::AddLayerNormF32,
+                               transerve::cuda::LastError};
+
 }  // namespace
 
 extern "C" {
+
+__attribute__((visibility("default"))) const TranserveCudaApi* transerve_cuda_api(void) {
+  return &kApi;
+}
 
 __attribute__((visibility("default"))) int transerve_cuda_abi(void) {
   return TRANSERVE_CUDA_PLUGIN_ABI;

@@ -10,7 +10,9 @@
 extern "C" {
 #endif
 
-#define TRANSERVE_CUDA_PLUGIN_ABI 1
+#include <stdint.h>
+
+#define TRANSERVE_CUDA_PLUGIN_ABI 2
 
 // Returns TRANSERVE_CUDA_PLUGIN_ABI.
 typedef int (*TranserveCudaAbiFn)(void);
@@ -23,6 +25,41 @@ typedef int (*TranserveCudaProbeFn)(char* message, size_t capacity);
 // Runs a kernel on device 0 and checks its result against the host: 1 when it matched, else 0
 // with the reason in `message`. Proves the toolchain, the driver and the architecture list.
 typedef int (*TranserveCudaSelfTestFn)(char* message, size_t capacity);
+
+// Copy directions of TranserveCudaApi.copy.
+#define TRANSERVE_CUDA_HOST_TO_DEVICE 0
+#define TRANSERVE_CUDA_DEVICE_TO_HOST 1
+#define TRANSERVE_CUDA_DEVICE_TO_DEVICE 2
+
+// Activations, in the order of transerve::Activation (model/core/activation.h).
+#define TRANSERVE_CUDA_IDENTITY 0
+#define TRANSERVE_CUDA_SWISH 1
+#define TRANSERVE_CUDA_RELU 2
+#define TRANSERVE_CUDA_GELU 3
+#define TRANSERVE_CUDA_GELU_TANH 4
+
+// The primitives, on device 0 and the plugin's stream. Pointers are device memory unless said
+// otherwise; matrices are row-major. Functions returning int return 0 on success, else an
+// error whose text last_error() gives. Calls are ordered on the stream; copies to the host
+// wait for it.
+typedef struct TranserveCudaApi {
+  int abi;                          // TRANSERVE_CUDA_PLUGIN_ABI
+  void* (*allocate)(size_t bytes);  // NULL on failure
+  void (*free)(void* ptr);
+  int (*copy)(void* dst, const void* src, size_t bytes, int direction);
+  int (*synchronize)(void);
+  // y[m, n] = activation(x[m, k] · w[n, k]ᵀ + bias[n]); bias may be NULL.
+  int (*linear_f32)(const float* x, int64_t m, int64_t k, const float* w, int64_t n,
+                    const float* bias, int activation, float* y);
+  // out[r] = LayerNorm(x[r] + residual[r]) * gamma + beta over d columns (biased variance);
+  // out may alias x or residual.
+  int (*add_layer_norm_f32)(const float* x, const float* residual, const float* gamma,
+                            const float* beta, int64_t rows, int64_t d, float eps, float* out);
+  const char* (*last_error)(void);
+} TranserveCudaApi;
+
+// Returns the plugin's table (static storage).
+typedef const TranserveCudaApi* (*TranserveCudaApiFn)(void);
 
 #ifdef __cplusplus
 }

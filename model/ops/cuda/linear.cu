@@ -1,0 +1,55 @@
+// y = activation(x · wᵀ + bias): one cuBLAS SGEMM, then one element-wise kernel.
+#include <cmath>
+#include <cstdint>
+
+#include "model/ops/cuda/cuda_status.h"
+#include "model/ops/cuda/plugin_abi.h"
+
+namespace transerve::cuda {
+namespace {
+
+__device__ float Activate(float v, int activation) {
+  switch (activation) {
+    case TRANSERVE_CUDA_SWISH:
+      return v / (1.0f + expf(-v));
+    case TRANSERVE_CUDA_RELU:
+      return fmaxf(v, 0.0f);
+    case TRANSERVE_CUDA_GELU:
+      return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case TRANSERVE_CUDA_GELU_TANH:
+      return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    default:
+      return v;
+  }
+}
+
+__global__ void BiasActivate(float* y, const float* bias, int64_t m, int64_t n, int activation) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= m * n) return;
+  const float v = y[i] + (bias != nullptr ? bias[i % n] : 0.0f);
+  y[i] = Activate(v, activation);
+}
+
+}  // namespace
+
+int LinearF32(const float* x, int64_t m, int64_t k, const float* w, int64_t n, const float* bias,
+              int activation, float* y) {
+  if (m == 0 || n == 0) return 0;
+  // Row-major y[m, n] = x[m, k] · w[n, k]ᵀ is column-major yᵀ[n, m] = w · xᵀ: w is a
+  // column-major [k, n] matrix used transposed, x a column-major [k, m] one.
+  const float one = 1.0f, zero = 0.0f;
+  if (Check(cublasSgemm(Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                        static_cast<int>(k), &one, w, static_cast<int>(k), x, static_cast<int>(k),
+                        &zero, y, static_cast<int>(n)),
+            "linear: cublasSgemm")) {
+    return 1;
+  }
+  if (bias == nullptr && activation == TRANSERVE_CUDA_IDENTITY) return 0;
+  const int64_t total = m * n;
+  const int threads = 256;
+  BiasActivate<<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0, Stream()>>>(
+      y, bias, m, n, activation);
+  return Check(cudaGetLastError(), "linear: bias and activation kernel");
+}
+
+}  // namespace transerve::cuda
