@@ -1,9 +1,12 @@
 // Dispatch of the neutral primitives to their device implementation.
 #include "model/ops/ops.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "model/ops/cpu/cpu_ops.h"
 #include "model/ops/cuda_plugin.h"
@@ -137,20 +140,104 @@ void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
   cpu::EmbedTokens(table, ids, positions, scale, position_table, out);
 }
 
+// The segment lists of one attention call on the GPU, built on the host exactly as the CPU
+// backend walks them (one list per query row), then one kernel launch.
+struct CudaAttention {
+  std::vector<TranserveCudaKvSegment> segments;
+  std::vector<int32_t> row_segments{0};
+  void Add(const float* keys, const float* values, int64_t stride, int32_t count) {
+    segments.push_back({keys, values, stride, count});
+  }
+  void EndRow() { row_segments.push_back(static_cast<int32_t>(segments.size())); }
+  void Run(const char* op, const float* q, int64_t q_stride, int heads, int64_t d, Tensor* out,
+           float* head_mean = nullptr, int64_t mean_stride = 0) {
+    const TranserveCudaApi& api = RequireCuda(op);
+    const int32_t rows = static_cast<int32_t>(row_segments.size()) - 1;
+    PrepareOutput(out, {rows, d}, Device::kCuda);
+    const int head_dim = static_cast<int>(d / heads);
+    CheckCuda(api.attend_f32(q, q_stride, rows, heads, head_dim, segments.data(),
+                             row_segments.data(), 1.0f / std::sqrt(static_cast<float>(head_dim)),
+                             out->f32(), d, head_mean, mean_stride),
+              api, op);
+  }
+};
+
 void PackedSelfAttention(const Tensor& qkv, std::span<const int32_t> offsets, int heads,
                          Tensor* out) {
+  if (qkv.device() == Device::kCuda) {
+    const int64_t d = qkv.dim(1) / 3;
+    const float* base = qkv.f32();
+    CudaAttention attention;
+    for (size_t b = 0; b + 1 < offsets.size(); ++b) {
+      for (int32_t t = offsets[b]; t < offsets[b + 1]; ++t) {
+        attention.Add(base + offsets[b] * 3 * d + d, base + offsets[b] * 3 * d + 2 * d, 3 * d,
+                      offsets[b + 1] - offsets[b]);
+        attention.EndRow();
+      }
+    }
+    attention.Run("PackedSelfAttention", base, 3 * d, heads, d, out);
+    return;
+  }
   RequireCpu(qkv.device(), "PackedSelfAttention");
   cpu::PackedSelfAttention(qkv, offsets, heads, out);
 }
 
 bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache* const> caches,
                          int heads, Tensor* out) {
+  if (qkv.device() == Device::kCuda) {
+    const TranserveCudaApi& api = RequireCuda("CachedSelfAttention");
+    const int64_t d = qkv.dim(1) / 3;
+    const float* base = qkv.f32();
+    for (size_t r = 0; r < caches.size(); ++r) {
+      float* key_row = nullptr;
+      float* value_row = nullptr;
+      if (!caches[r]->PrepareAppend(layer, &key_row, &value_row)) return false;
+      const float* row = base + static_cast<int64_t>(r) * 3 * d;
+      const size_t bytes = static_cast<size_t>(d) * sizeof(float);
+      CheckCuda(api.copy(key_row, row + d, bytes, TRANSERVE_CUDA_DEVICE_TO_DEVICE), api,
+                "CachedSelfAttention: append");
+      CheckCuda(api.copy(value_row, row + 2 * d, bytes, TRANSERVE_CUDA_DEVICE_TO_DEVICE), api,
+                "CachedSelfAttention: append");
+    }
+    CudaAttention attention;
+    for (SequenceKvCache* cache : caches) {
+      int32_t remaining = cache->length() + 1;  // the step is committed after all layers
+      for (int32_t block : cache->blocks(layer)) {
+        const int32_t count = std::min(remaining, kKvBlockPositions);
+        attention.Add(cache->pool().keys(block), cache->pool().values(block), d, count);
+        remaining -= count;
+        if (remaining == 0) break;
+      }
+      attention.EndRow();
+    }
+    attention.Run("CachedSelfAttention", base, 3 * d, heads, d, out);
+    return true;
+  }
   RequireCpu(qkv.device(), "CachedSelfAttention");
   return cpu::CachedSelfAttention(qkv, layer, caches, heads, out);
 }
 
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
                     Tensor* out, Tensor* head_mean_weights) {
+  if (q.device() == Device::kCuda) {
+    const int64_t d = q.dim(1);
+    CudaAttention attention;
+    int64_t longest = 0;
+    for (const CrossKv* source : sources) {
+      const float* keys = source->kv.f32() + layer * 2 * d;
+      attention.Add(keys, keys + d, source->kv.dim(1), source->length());
+      attention.EndRow();
+      longest = std::max<int64_t>(longest, source->length());
+    }
+    float* mean = nullptr;
+    if (head_mean_weights != nullptr) {
+      PrepareOutput(head_mean_weights, {static_cast<int64_t>(sources.size()), longest},
+                    Device::kCuda);
+      mean = head_mean_weights->f32();
+    }
+    attention.Run("CrossAttention", q.f32(), d, heads, d, out, mean, longest);
+    return;
+  }
   RequireCpu(q.device(), "CrossAttention");
   cpu::CrossAttention(q, layer, sources, heads, out, head_mean_weights);
 }

@@ -12,7 +12,7 @@ extern "C" {
 
 #include <stdint.h>
 
-#define TRANSERVE_CUDA_PLUGIN_ABI 2
+#define TRANSERVE_CUDA_PLUGIN_ABI 3
 
 // Returns TRANSERVE_CUDA_PLUGIN_ABI.
 typedef int (*TranserveCudaAbiFn)(void);
@@ -38,6 +38,15 @@ typedef int (*TranserveCudaSelfTestFn)(char* message, size_t capacity);
 #define TRANSERVE_CUDA_GELU 3
 #define TRANSERVE_CUDA_GELU_TANH 4
 
+// Keys and values an attention query reads: `count` positions starting at `keys` / `values`
+// (device pointers to head 0 of the first position), `stride` floats apart.
+typedef struct TranserveCudaKvSegment {
+  const float* keys;
+  const float* values;
+  int64_t stride;
+  int32_t count;
+} TranserveCudaKvSegment;
+
 // The primitives, on device 0 and the plugin's stream. Pointers are device memory unless said
 // otherwise; matrices are row-major. Functions returning int return 0 on success, else an
 // error whose text last_error() gives. Calls are ordered on the stream; copies to the host
@@ -55,6 +64,15 @@ typedef struct TranserveCudaApi {
   // out may alias x or residual.
   int (*add_layer_norm_f32)(const float* x, const float* residual, const float* gamma,
                             const float* beta, int64_t rows, int64_t d, float eps, float* out);
+  // Scaled dot-product attention of single queries: query row r (q + r * q_stride), head h
+  // (head_dim floats at h * head_dim), attends the positions of its segments
+  // segments[row_segments[r] .. row_segments[r + 1]) (host arrays), softmax(q·kᵀ·scale)·v into
+  // out + r * out_stride + h * head_dim. With head_mean (may be NULL): row r's softmax weights
+  // averaged over heads at head_mean + r * mean_stride (positions in segment order).
+  int (*attend_f32)(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int32_t head_dim,
+                    const TranserveCudaKvSegment* segments, const int32_t* row_segments,
+                    float scale, float* out, int64_t out_stride, float* head_mean,
+                    int64_t mean_stride);
   const char* (*last_error)(void);
 } TranserveCudaApi;
 

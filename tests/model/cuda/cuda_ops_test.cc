@@ -6,6 +6,7 @@
 #include <random>
 
 #include "model/ops/cuda_plugin.h"
+#include "model/ops/kv_cache.h"
 #include "model/ops/ops.h"
 #include "tests/testing/random.h"
 
@@ -64,6 +65,53 @@ TEST_F(CudaOpsTest, AddLayerNormMatchesTheCpuAndMayWriteInPlace) {
   ops::AddLayerNorm(gx, ops::CopyTo(r, Device::kCuda), ops::CopyTo(gamma, Device::kCuda),
                     ops::CopyTo(beta, Device::kCuda), 1e-5f, &gx);
   ExpectClose(gx, cpu, 1e-4f);
+}
+
+TEST_F(CudaOpsTest, PackedSelfAttentionMatchesTheCpu) {
+  std::mt19937 rng(35);
+  const int heads = 4, d = 64;
+  const std::vector<int32_t> offsets{0, 5, 6, 23, 40};
+  const Tensor qkv = RandomTensor({40, 3 * d}, rng, 2.0f);
+  Tensor cpu, gpu;
+  ops::PackedSelfAttention(qkv, offsets, heads, &cpu);
+  ops::PackedSelfAttention(ops::CopyTo(qkv, Device::kCuda), offsets, heads, &gpu);
+  ExpectClose(gpu, cpu, 1e-4f);
+}
+
+TEST_F(CudaOpsTest, CrossAttentionAndItsHeadMeansMatchTheCpu) {
+  std::mt19937 rng(36);
+  const int heads = 8, d = 64, layers = 2, layer = 1;
+  const CrossKv a{RandomTensor({9, layers * 2 * d}, rng, 2.0f)};
+  const CrossKv b{RandomTensor({30, layers * 2 * d}, rng, 2.0f)};
+  const CrossKv ga{ops::CopyTo(a.kv, Device::kCuda)}, gb{ops::CopyTo(b.kv, Device::kCuda)};
+  const Tensor q = RandomTensor({3, d}, rng, 2.0f);
+  const CrossKv* cpu_sources[] = {&a, &b, &a};
+  const CrossKv* gpu_sources[] = {&ga, &gb, &ga};
+  Tensor cpu, gpu, cpu_mean, gpu_mean;
+  ops::CrossAttention(q, layer, cpu_sources, heads, &cpu, &cpu_mean);
+  ops::CrossAttention(ops::CopyTo(q, Device::kCuda), layer, gpu_sources, heads, &gpu, &gpu_mean);
+  ExpectClose(gpu, cpu, 1e-4f);
+  ExpectClose(gpu_mean, cpu_mean, 1e-5f);
+}
+
+TEST_F(CudaOpsTest, CachedSelfAttentionOverDeviceBlocksMatchesTheCpu) {
+  std::mt19937 rng(37);
+  const int heads = 4, d = 64, steps = 2 * kKvBlockPositions + 5;  // three blocks
+  KvBlockPool cpu_pool(d, Device::kCpu), gpu_pool(d, Device::kCuda);
+  SequenceKvCache cpu_cache(&cpu_pool, 1), gpu_cache(&gpu_pool, 1);
+  SequenceKvCache* cpu_caches[] = {&cpu_cache};
+  SequenceKvCache* gpu_caches[] = {&gpu_cache};
+  for (int t = 0; t < steps; ++t) {
+    const Tensor qkv = RandomTensor({1, 3 * d}, rng, 2.0f);
+    Tensor cpu, gpu;
+    ASSERT_TRUE(ops::CachedSelfAttention(qkv, 0, cpu_caches, heads, &cpu));
+    ASSERT_TRUE(
+        ops::CachedSelfAttention(ops::CopyTo(qkv, Device::kCuda), 0, gpu_caches, heads, &gpu));
+    cpu_cache.CommitAppend();
+    gpu_cache.CommitAppend();
+    ExpectClose(gpu, cpu, 1e-4f);
+  }
+  EXPECT_EQ(gpu_pool.blocks_in_use(), 3);
 }
 
 TEST(CudaOps, WithoutABackendADeviceTensorIsAClearError) {

@@ -1,0 +1,143 @@
+// Single-query attention over lists of key/value segments, the CUDA counterpart of the CPU
+// backend's AttendOne: packed encoder self-attention, cached decoder self-attention (segments =
+// KV blocks) and cross-attention are all this kernel with different segment lists.
+// One block per (query row, head): scores in shared memory, block-wide max and sum, then each
+// thread owns output dimensions.
+#include <algorithm>
+#include <cfloat>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "model/ops/cuda/cuda_status.h"
+#include "model/ops/cuda/plugin_abi.h"
+
+namespace transerve::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+
+__device__ float BlockReduce(float v, float* shared, bool is_max) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const float other = __shfl_down_sync(0xffffffffu, v, offset);
+    v = is_max ? fmaxf(v, other) : v + other;
+  }
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = shared[0];
+    for (int w = 1; w < kThreads / 32; ++w) {
+      total = is_max ? fmaxf(total, shared[w]) : total + shared[w];
+    }
+    shared[0] = total;
+  }
+  __syncthreads();
+  const float result = shared[0];
+  __syncthreads();
+  return result;
+}
+
+__global__ void AttendKernel(const float* q, int64_t q_stride, int32_t heads, int32_t head_dim,
+                             const TranserveCudaKvSegment* segments, const int32_t* row_segments,
+                             float scale, float* out, int64_t out_stride, float* head_mean,
+                             int64_t mean_stride) {
+  extern __shared__ float scores[];  // positions of this row, then kThreads/32 reduction slots
+  const int row = blockIdx.x, head = blockIdx.y;
+  const int first = row_segments[row], last = row_segments[row + 1];
+  int positions = 0;
+  for (int s = first; s < last; ++s) positions += segments[s].count;
+  float* reduce = scores + positions;
+  const float* query = q + row * q_stride + head * head_dim;
+
+  // Scores: position p of the row's concatenated segments.
+  float local_max = -FLT_MAX;
+  for (int p = threadIdx.x; p < positions; p += kThreads) {
+    int s = first, offset = p;
+    while (offset >= segments[s].count) offset -= segments[s++].count;
+    const float* key = segments[s].keys + offset * segments[s].stride + head * head_dim;
+    float dot = 0.0f;
+    for (int i = 0; i < head_dim; ++i) dot += query[i] * key[i];
+    scores[p] = dot * scale;
+    local_max = fmaxf(local_max, scores[p]);
+  }
+  __syncthreads();
+  const float max_score = BlockReduce(local_max, reduce, true);
+  float local_sum = 0.0f;
+  for (int p = threadIdx.x; p < positions; p += kThreads) {
+    scores[p] = expf(scores[p] - max_score);
+    local_sum += scores[p];
+  }
+  const float inv_sum = 1.0f / BlockReduce(local_sum, reduce, false);
+  for (int p = threadIdx.x; p < positions; p += kThreads) {
+    scores[p] *= inv_sum;
+    if (head_mean != nullptr) atomicAdd(head_mean + row * mean_stride + p, scores[p] / heads);
+  }
+  __syncthreads();
+  // Output: thread i sums dimension i over every position, segment by segment.
+  for (int i = threadIdx.x; i < head_dim; i += kThreads) {
+    float acc = 0.0f;
+    int p = 0;
+    for (int s = first; s < last; ++s) {
+      const float* v = segments[s].values + head * head_dim + i;
+      for (int j = 0; j < segments[s].count; ++j, ++p) acc += scores[p] * v[j * segments[s].stride];
+    }
+    out[row * out_stride + head * head_dim + i] = acc;
+  }
+}
+
+// Device copies of the segment tables, grown as needed (the plugin's single stream orders uses).
+struct Scratch {
+  void* data = nullptr;
+  size_t bytes = 0;
+  int Ensure(size_t needed) {
+    if (needed <= bytes) return 0;
+    if (data != nullptr) cudaFree(data);
+    bytes = needed * 2;
+    return Check(cudaMalloc(&data, bytes), "attention: scratch");
+  }
+};
+
+}  // namespace
+
+int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int32_t head_dim,
+              const TranserveCudaKvSegment* segments, const int32_t* row_segments, float scale,
+              float* out, int64_t out_stride, float* head_mean, int64_t mean_stride) {
+  if (rows == 0) return 0;
+  static Scratch scratch;
+  const int32_t total_segments = row_segments[rows];
+  const size_t segment_bytes = static_cast<size_t>(total_segments) * sizeof(TranserveCudaKvSegment);
+  const size_t offset_bytes = static_cast<size_t>(rows + 1) * sizeof(int32_t);
+  if (scratch.Ensure(segment_bytes + offset_bytes)) return 1;
+  // One upload for both tables; the copy waits for the host arrays to be read.
+  std::vector<char> host(segment_bytes + offset_bytes);
+  std::memcpy(host.data(), segments, segment_bytes);
+  std::memcpy(host.data() + segment_bytes, row_segments, offset_bytes);
+  if (Check(
+          cudaMemcpyAsync(scratch.data, host.data(), host.size(), cudaMemcpyHostToDevice, Stream()),
+          "attention: upload segments") ||
+      Check(cudaStreamSynchronize(Stream()), "attention: upload segments")) {
+    return 1;
+  }
+  int longest = 0;
+  for (int32_t r = 0; r < rows; ++r) {
+    int positions = 0;
+    for (int32_t s = row_segments[r]; s < row_segments[r + 1]; ++s) positions += segments[s].count;
+    longest = std::max(longest, positions);
+  }
+  if (head_mean != nullptr &&
+      Check(cudaMemsetAsync(head_mean, 0, sizeof(float) * rows * mean_stride, Stream()),
+            "attention: clear head means")) {
+    return 1;
+  }
+  const auto* device_segments = static_cast<const TranserveCudaKvSegment*>(scratch.data);
+  const auto* device_offsets =
+      reinterpret_cast<const int32_t*>(static_cast<const char*>(scratch.data) + segment_bytes);
+  const size_t shared = sizeof(float) * (longest + kThreads / 32);
+  AttendKernel<<<dim3(rows, heads), kThreads, shared, Stream()>>>(
+      q, q_stride, heads, head_dim, device_segments, device_offsets, scale, out, out_stride,
+      head_mean, mean_stride);
+  return Check(cudaGetLastError(), "attention kernel");
+}
+
+}  // namespace transerve::cuda
