@@ -8,7 +8,41 @@ void Pack(LinearWeights* w) {
   w->weight = Tensor();
 }
 
+LinearWeights CopyLinear(const LinearWeights& w, Device device) {
+  LinearWeights out;
+  out.weight = ops::CopyTo(w.weight, device);
+  if (!w.bias.empty()) out.bias = ops::CopyTo(w.bias, device);
+  return out;
+}
+
+LayerNormWeights CopyNorm(const LayerNormWeights& n, Device device) {
+  return {ops::CopyTo(n.gamma, device), ops::CopyTo(n.beta, device)};
+}
+
 }  // namespace
+
+TransformerWeights CopyWeightsTo(const TransformerWeights& w, Device device) {
+  TransformerWeights out;
+  out.encoder_embedding = ops::CopyTo(w.encoder_embedding, device);
+  out.decoder_embedding = ops::CopyTo(w.decoder_embedding, device);
+  out.encoder_positions = ops::CopyTo(w.encoder_positions, device);
+  out.decoder_positions = ops::CopyTo(w.decoder_positions, device);
+  out.output = CopyLinear(w.output, device);
+  out.cross_kv = CopyLinear(w.cross_kv, device);
+  for (const EncoderLayerWeights& l : w.encoder) {
+    out.encoder.push_back({CopyLinear(l.self_qkv, device), CopyLinear(l.self_out, device),
+                           CopyNorm(l.self_attn_norm, device), CopyLinear(l.fc1, device),
+                           CopyLinear(l.fc2, device), CopyNorm(l.final_norm, device)});
+  }
+  for (const DecoderLayerWeights& l : w.decoder) {
+    out.decoder.push_back({CopyLinear(l.self_qkv, device), CopyLinear(l.self_out, device),
+                           CopyNorm(l.self_attn_norm, device), CopyLinear(l.cross_q, device),
+                           CopyLinear(l.cross_out, device), CopyNorm(l.cross_attn_norm, device),
+                           CopyLinear(l.fc1, device), CopyLinear(l.fc2, device),
+                           CopyNorm(l.final_norm, device)});
+  }
+  return out;
+}
 
 void PackWeights(TransformerWeights* weights) {
   for (EncoderLayerWeights& layer : weights->encoder) {

@@ -80,6 +80,10 @@ struct TransformerWeights {
 // copy, so a loaded model holds each weight once (the embedding tables stay as they are).
 void PackWeights(TransformerWeights* weights);
 
+// A copy of every tensor on `device` (row-major linear weights: call before PackWeights, which
+// is for the CPU only).
+TransformerWeights CopyWeightsTo(const TransformerWeights& weights, Device device);
+
 // The sinusoidal table of Marian/HF: sines in columns [0, ceil(D/2)), cosines after them, angles
 // computed in double and rounded to float.
 Tensor SinusoidalPositions(int64_t rows, int64_t dim);

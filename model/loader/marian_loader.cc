@@ -188,7 +188,8 @@ absl::Status UseStoredPositions(const CheckpointReader& reader, const std::strin
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& model_dir) {
+absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& model_dir,
+                                                             bool pack) {
   auto model = std::make_unique<MarianModel>();
   model->model_dir = model_dir;
   if (!fs::is_directory(model_dir)) {
@@ -301,7 +302,7 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& 
   }
   w.cross_kv.weight = Concat(kv_weights);
   w.cross_kv.bias = Concat(kv_biases);
-  PackWeights(&w);
+  if (pack) PackWeights(&w);
 
   Log().info("loaded {}: d_model {}, {}+{} layers, {} heads, vocab {}/{}, {}, {}", model_dir, d,
              c.encoder_layers, c.decoder_layers, c.encoder_attention_heads, c.vocab_size,

@@ -22,6 +22,9 @@ struct MarianModel {
 
 // Every problem (missing file, missing or mis-shaped tensor, unsupported dtype or setting,
 // truncated file) is an error that names the file and the tensor; nothing here crashes on input.
-absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& model_dir);
+// `pack`: pack the linear weights for the CPU kernel (PackWeights); a GPU model keeps them
+// row-major and uploads them.
+absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& model_dir,
+                                                             bool pack = true);
 
 }  // namespace transerve

@@ -136,6 +136,21 @@ void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, 
 void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
                  std::span<const int32_t> positions, float scale, const Tensor& position_table,
                  Tensor* out) {
+  if (table.device() == Device::kCuda) {
+    const TranserveCudaApi& api = RequireCuda("EmbedTokens");
+    const int64_t rows = static_cast<int64_t>(ids.size()), d = table.dim(1);
+    for (size_t r = 0; r < ids.size(); ++r) {
+      if (ids[r] < 0 || ids[r] >= table.dim(0) || positions[r] < 0 ||
+          positions[r] >= position_table.dim(0)) {
+        throw std::out_of_range("EmbedTokens: token id or position out of range");
+      }
+    }
+    PrepareOutput(out, {rows, d}, Device::kCuda);
+    CheckCuda(api.embed_f32(table.f32(), ids.data(), positions.data(), rows, d, scale,
+                            position_table.f32(), out->f32()),
+              api, "EmbedTokens");
+    return;
+  }
   RequireCpu(table.device(), "EmbedTokens");
   cpu::EmbedTokens(table, ids, positions, scale, position_table, out);
 }
@@ -243,6 +258,15 @@ void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> 
 }
 
 void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions) {
+  if (pool.device() == Device::kCuda) {
+    const TranserveCudaApi& api = RequireCuda("CopyKvBlockPrefix");
+    const size_t bytes = static_cast<size_t>(positions) * pool.d_model() * sizeof(float);
+    CheckCuda(api.copy(pool.keys(to), pool.keys(from), bytes, TRANSERVE_CUDA_DEVICE_TO_DEVICE), api,
+              "CopyKvBlockPrefix");
+    CheckCuda(api.copy(pool.values(to), pool.values(from), bytes, TRANSERVE_CUDA_DEVICE_TO_DEVICE),
+              api, "CopyKvBlockPrefix");
+    return;
+  }
   RequireCpu(pool.device(), "CopyKvBlockPrefix");
   cpu::CopyKvBlockPrefix(pool, from, to, positions);
 }

@@ -21,21 +21,26 @@ absl::Status NoTokenizerError() {
   return absl::FailedPreconditionError("this translator was loaded without its tokenizer");
 }
 
-// The CUDA plugin finds devices and runs its self-test kernel, but no model primitive runs on
-// it yet (docs/cuda.md): auto therefore always ends on the CPU, saying why.
+// auto takes the GPU when the CUDA plugin finds a device and its self-test kernel computes the
+// right result (docs/cuda.md), and says why when it does not.
 absl::StatusOr<Device> ResolveDevice(const std::string& name) {
   if (name == "cpu") return Device::kCpu;
   if (name == "auto" || name == "cuda") {
     const CudaProbe& probe = ProbeCuda();
-    const std::string found = probe.devices > 0
-                                  ? absl::StrCat("CUDA device ", probe.detail,
-                                                 ", but the CUDA backend does not run models yet")
-                                  : probe.detail;
+    std::string why = probe.detail;
+    if (probe.devices > 0 && CudaApi() != nullptr) {
+      std::string self_test;
+      if (CudaSelfTest(&self_test)) {
+        Log().info("device {}: CUDA device {}", name, probe.detail);
+        return Device::kCuda;
+      }
+      why = absl::StrCat("CUDA device ", probe.detail, " failed the self-test: ", self_test);
+    }
     if (name == "cuda") {
       return absl::FailedPreconditionError(
-          absl::StrCat("--device=cuda: ", found, "; use --device=cpu or auto"));
+          absl::StrCat("--device=cuda: ", why, "; use --device=cpu or auto"));
     }
-    Log().info("device auto: {}; using the CPU", found);
+    Log().info("device auto: {}; using the CPU", why);
     return Device::kCpu;
   }
   return absl::InvalidArgumentError(
@@ -49,9 +54,13 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
   if (!device.ok()) return device.status();
   std::unique_ptr<Translator> t(new Translator());
   t->device_ = *device;
-  auto model = LoadMarianModel(options.model_dir);
+  // The CPU packs its linear weights; the GPU takes them row-major, uploaded once.
+  auto model = LoadMarianModel(options.model_dir, /*pack=*/t->device_ == Device::kCpu);
   if (!model.ok()) return model.status();
   t->model_ = *std::move(model);
+  if (t->device_ != Device::kCpu) {
+    t->model_->weights = CopyWeightsTo(t->model_->weights, t->device_);
+  }
   const MarianConfig& c = t->model_->config;
   if (options.with_tokenizer) {
     auto tokenizer = MarianTokenizer::Load(options.model_dir);
@@ -201,10 +210,20 @@ absl::Status Translator::Step(std::span<SentenceSearch* const> searches) {
     return absl::ResourceExhaustedError("KV cache is full");
   }
   OutputLogits(model_->weights, hidden_, &logits_);
+  // Searches read their rows on the host. (On a GPU, top-k on the device so that only the
+  // chosen ids come back is the next step: docs/cuda.md.)
+  const Tensor& logits = HostCopy(logits_, &host_logits_);
+  const Tensor* alignment_rows = alignment ? &HostCopy(alignment_, &host_alignment_) : nullptr;
   for (const auto& [search, first_row] : firsts) {
-    search->Advance(logits_, alignment ? &alignment_ : nullptr, first_row);
+    search->Advance(logits, alignment_rows, first_row);
   }
   return absl::OkStatus();
+}
+
+const Tensor& Translator::HostCopy(const Tensor& t, Tensor* host) {
+  if (t.device() == Device::kCpu) return t;
+  *host = ops::CopyTo(t, Device::kCpu);
+  return *host;
 }
 
 absl::StatusOr<std::vector<SearchResult>> Translator::TranslateIds(

@@ -79,7 +79,9 @@ class Translator {
   const SpecialTokens& special_tokens() const { return special_; }
   const KvBlockPool& kv_pool() const { return *kv_pool_; }
   // Raw logits [rows, target_vocab] of the last Step (diagnostics and parity tests).
-  const Tensor& last_logits() const { return logits_; }
+  const Tensor& last_logits() const {
+    return logits_.device() == Device::kCpu ? logits_ : host_logits_;
+  }
   Device device() const { return device_; }
 
  private:
@@ -95,6 +97,11 @@ class Translator {
   Tensor hidden_;
   Tensor logits_;
   Tensor alignment_;  // head-averaged last-layer cross-attention of the step, when asked
+  // Host copies of logits_ / alignment_ when the model runs on a GPU.
+  Tensor host_logits_;
+  Tensor host_alignment_;
+  // `t` itself on the CPU, else its copy in *host.
+  static const Tensor& HostCopy(const Tensor& t, Tensor* host);
   Tensor encoder_out_;
   std::vector<DecoderRow> rows_;
 };

@@ -19,6 +19,8 @@ int AddLayerNormF32(const float* x, const float* residual, const float* gamma, c
 int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int32_t head_dim,
               const TranserveCudaKvSegment* segments, const int32_t* row_segments, float scale,
               float* out, int64_t out_stride, float* head_mean, int64_t mean_stride);
+int EmbedF32(const float* table, const int32_t* ids, const int32_t* positions, int64_t rows,
+             int64_t d, float scale, const float* position_table, float* out);
 }  // namespace transerve::cuda
 
 namespace {
@@ -73,6 +75,7 @@ const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
                                transerve::cuda::LinearF32,
                                transerve::cuda::AddLayerNormF32,
                                transerve::cuda::AttendF32,
+                               transerve::cuda::EmbedF32,
                                transerve::cuda::LastError};
 
 }  // namespace

@@ -12,7 +12,7 @@ extern "C" {
 
 #include <stdint.h>
 
-#define TRANSERVE_CUDA_PLUGIN_ABI 3
+#define TRANSERVE_CUDA_PLUGIN_ABI 4
 
 // Returns TRANSERVE_CUDA_PLUGIN_ABI.
 typedef int (*TranserveCudaAbiFn)(void);
@@ -73,6 +73,10 @@ typedef struct TranserveCudaApi {
                     const TranserveCudaKvSegment* segments, const int32_t* row_segments,
                     float scale, float* out, int64_t out_stride, float* head_mean,
                     int64_t mean_stride);
+  // out[r] = table[ids[r]] * scale + position_table[positions[r]] over d columns; ids and
+  // positions are host arrays of `rows` entries, already checked against the tables.
+  int (*embed_f32)(const float* table, const int32_t* ids, const int32_t* positions, int64_t rows,
+                   int64_t d, float scale, const float* position_table, float* out);
   const char* (*last_error)(void);
 } TranserveCudaApi;
 

@@ -114,6 +114,22 @@ TEST_F(CudaOpsTest, CachedSelfAttentionOverDeviceBlocksMatchesTheCpu) {
   EXPECT_EQ(gpu_pool.blocks_in_use(), 3);
 }
 
+TEST_F(CudaOpsTest, EmbedTokensMatchesTheCpu) {
+  std::mt19937 rng(38);
+  const Tensor table = RandomTensor({300, 64}, rng), positions = RandomTensor({50, 64}, rng);
+  std::uniform_int_distribution<int32_t> id(0, 299), pos(0, 49);
+  std::vector<int32_t> ids(23), at(23);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = id(rng);
+    at[i] = pos(rng);
+  }
+  Tensor cpu, gpu;
+  ops::EmbedTokens(table, ids, at, 8.0f, positions, &cpu);
+  ops::EmbedTokens(ops::CopyTo(table, Device::kCuda), ids, at, 8.0f,
+                   ops::CopyTo(positions, Device::kCuda), &gpu);
+  ExpectClose(gpu, cpu, 1e-6f);
+}
+
 TEST(CudaOps, WithoutABackendADeviceTensorIsAClearError) {
   if (CudaApi() != nullptr) GTEST_SKIP() << "a GPU is present: the error path is not reachable";
   std::mt19937 rng(34);

@@ -1,6 +1,7 @@
 // The CUDA backend plugin: found in the build tree whenever CUDA was built, a device probe that
-// explains itself, --device=auto staying on the CPU and --device=cuda refused with the reason,
-// and on a GPU machine the plugin's self-test kernel. GPU-only checks skip with the reason.
+// explains itself, --device=auto taking the GPU only when one is usable (else the CPU, and
+// --device=cuda refused with the reason), and on a GPU machine the plugin's self-test kernel.
+// GPU-only checks skip with the reason.
 #include "model/ops/cuda_plugin.h"
 
 #include <gtest/gtest.h>
@@ -23,13 +24,19 @@ TEST(CudaPlugin, FoundWhenBuiltAndExplainsItself) {
   EXPECT_GE(probe.devices, 0);
 }
 
-TEST(CudaPlugin, AutoStaysOnTheCpuAndCudaIsRefusedWithTheReason) {
+TEST(CudaPlugin, AutoTakesTheGpuWhenUsableElseCudaIsRefusedWithTheReason) {
   const CudaProbe& probe = ProbeCuda();
   const std::string dir = testing::FixtureModelDir(testing::kFixtureNames[0]);
   auto automatic = Translator::Create({.model_dir = dir, .device = "auto"});
   ASSERT_TRUE(automatic.ok()) << automatic.status();
-  EXPECT_EQ((*automatic)->device(), Device::kCpu);
   auto cuda = Translator::Create({.model_dir = dir, .device = "cuda"});
+  if (CudaApi() != nullptr) {
+    EXPECT_EQ((*automatic)->device(), Device::kCuda);
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    EXPECT_EQ((*cuda)->device(), Device::kCuda);
+    return;
+  }
+  EXPECT_EQ((*automatic)->device(), Device::kCpu);
   ASSERT_FALSE(cuda.ok());
   EXPECT_EQ(cuda.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(cuda.status().message().find(probe.detail), std::string::npos) << cuda.status();

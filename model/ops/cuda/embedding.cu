@@ -1,0 +1,51 @@
+// Token embeddings scaled, plus sinusoidal (or stored) positions: one block per row.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "model/ops/cuda/cuda_status.h"
+
+namespace transerve::cuda {
+namespace {
+
+__global__ void EmbedKernel(const float* table, const int32_t* ids, const int32_t* positions,
+                            int64_t d, float scale, const float* position_table, float* out) {
+  const int64_t row = blockIdx.x;
+  const float* token = table + static_cast<int64_t>(ids[row]) * d;
+  const float* position = position_table + static_cast<int64_t>(positions[row]) * d;
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+    out[row * d + i] = token[i] * scale + position[i];
+  }
+}
+
+}  // namespace
+
+int EmbedF32(const float* table, const int32_t* ids, const int32_t* positions, int64_t rows,
+             int64_t d, float scale, const float* position_table, float* out) {
+  if (rows == 0) return 0;
+  static int32_t* device_indices = nullptr;
+  static int64_t capacity = 0;
+  if (rows > capacity) {
+    if (device_indices != nullptr) cudaFree(device_indices);
+    capacity = rows * 2;
+    if (Check(cudaMalloc(&device_indices, sizeof(int32_t) * 2 * capacity), "embed: scratch")) {
+      device_indices = nullptr;
+      capacity = 0;
+      return 1;
+    }
+  }
+  std::vector<int32_t> host(2 * rows);
+  std::memcpy(host.data(), ids, sizeof(int32_t) * rows);
+  std::memcpy(host.data() + rows, positions, sizeof(int32_t) * rows);
+  if (Check(cudaMemcpyAsync(device_indices, host.data(), sizeof(int32_t) * 2 * rows,
+                            cudaMemcpyHostToDevice, Stream()),
+            "embed: upload ids") ||
+      Check(cudaStreamSynchronize(Stream()), "embed: upload ids")) {
+    return 1;
+  }
+  EmbedKernel<<<static_cast<unsigned>(rows), 128, 0, Stream()>>>(
+      table, device_indices, device_indices + rows, d, scale, position_table, out);
+  return Check(cudaGetLastError(), "embed kernel");
+}
+
+}  // namespace transerve::cuda
