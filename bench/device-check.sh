@@ -30,11 +30,21 @@ step cuda-tests ctest --test-dir build -R Cuda --output-on-failure
 if command -v compute-sanitizer >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   step memcheck "$sanitizer" --tool memcheck --error-exitcode 1 build/tests/cuda_plugin_test \
-    --gtest_filter='*SelfTest*'
+    --gtest_filter='*SelfTest*:CudaOpsTest.*'
 fi
+# The engine on the GPU, float32, opus-mt-en-de shape (the model engine_bench.sh generates).
+model=build/bench/engine/opus-mt-en-de-shape
+if [ ! -f "$model/model.safetensors" ]; then
+  step model /usr/bin/python3 tools/reference/make_random_model.py --out "$model" --d_model 512 \
+    --encoder_layers 6 --decoder_layers 6 --heads 8 --ffn 2048 --vocab 58101 \
+    --max_position_embeddings 512 --seed 1
+fi
+step engine-gpu timeout 240 build/bin/transerve-engine-bench --model_dir="$model" --device=cuda \
+  --batch_sizes=1,32,128 --searches=greedy,beam4 --repeats=1 --json="$OUT/engine_gpu.json"
 
 echo
 echo "device check ($(( $(date +%s) - start )) s), logs in $OUT:"
 head -2 "$OUT/gpu.log" 2>/dev/null | tail -1
 printf '%s\n' "${summary[@]}"
-grep -h -E "Skipped|device auto" "$OUT/cuda-tests.log" 2>/dev/null | head -3
+grep -h -E "Skipped|device auto|sentences with the reference" "$OUT/cuda-tests.log" 2>/dev/null | head -6
+grep -E "^(1|32|128) " "$OUT/engine-gpu.log" 2>/dev/null

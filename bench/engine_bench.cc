@@ -29,6 +29,7 @@ ABSL_FLAG(std::string, searches, "greedy,beam4", "Comma-separated: greedy, beamN
 ABSL_FLAG(int, source_length, 25, "Random source length (EOS included) without --sources_file");
 ABSL_FLAG(int, target_length, 32, "Forced number of generated tokens (EOS included)");
 ABSL_FLAG(int, repeats, 3, "Timed runs per configuration (the median is reported)");
+ABSL_FLAG(std::string, device, "cpu", "cpu, cuda or auto");
 ABSL_FLAG(int, threads, 0, "GEMM threads; 0 = every core");
 ABSL_FLAG(std::string, json, "", "Write results here");
 
@@ -106,7 +107,7 @@ std::vector<std::vector<int32_t>> LoadSources(const Translator& t, int count) {
 int Run() {
   TranslatorOptions topts;
   topts.model_dir = absl::GetFlag(FLAGS_model_dir);
-  topts.device = "cpu";
+  topts.device = absl::GetFlag(FLAGS_device);
   topts.num_threads = absl::GetFlag(FLAGS_threads);
   topts.with_tokenizer = false;
   auto translator = Translator::Create(topts);
