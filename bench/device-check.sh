@@ -39,12 +39,18 @@ if [ ! -f "$model/model.safetensors" ]; then
     --encoder_layers 6 --decoder_layers 6 --heads 8 --ffn 2048 --vocab 58101 \
     --max_position_embeddings 512 --seed 1
 fi
-step engine-gpu timeout 240 build/bin/transerve-engine-bench --model_dir="$model" --device=cuda \
-  --batch_sizes=1,32,128 --searches=greedy,beam4 --repeats=1 --json="$OUT/engine_gpu.json"
+for dtype in float32 float16; do
+  step "engine-gpu-$dtype" timeout 150 build/bin/transerve-engine-bench --model_dir="$model" \
+    --device=cuda --dtype="$dtype" --batch_sizes=1,32,128 --searches=greedy,beam4 --repeats=1 \
+    --json="$OUT/engine_gpu_$dtype.json"
+done
 
 echo
 echo "device check ($(( $(date +%s) - start )) s), logs in $OUT:"
 head -2 "$OUT/gpu.log" 2>/dev/null | tail -1
 printf '%s\n' "${summary[@]}"
 grep -h -E "Skipped|device auto|sentences with the reference" "$OUT/cuda-tests.log" 2>/dev/null | head -6
-grep -E "^(1|32|128) " "$OUT/engine-gpu.log" 2>/dev/null
+for dtype in float32 float16; do
+  echo "engine on the GPU, $dtype (target tok/s):"
+  grep -E "^(1|32|128) " "$OUT/engine-gpu-$dtype.log" 2>/dev/null
+done

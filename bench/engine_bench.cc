@@ -30,6 +30,8 @@ ABSL_FLAG(int, source_length, 25, "Random source length (EOS included) without -
 ABSL_FLAG(int, target_length, 32, "Forced number of generated tokens (EOS included)");
 ABSL_FLAG(int, repeats, 3, "Timed runs per configuration (the median is reported)");
 ABSL_FLAG(std::string, device, "cpu", "cpu, cuda or auto");
+ABSL_FLAG(std::string, dtype, "auto",
+          "Weights: auto (float16 on a GPU, float32 on the CPU), float32 or float16 (GPU)");
 ABSL_FLAG(int, threads, 0, "GEMM threads; 0 = every core");
 ABSL_FLAG(std::string, json, "", "Write results here");
 
@@ -108,6 +110,7 @@ int Run() {
   TranslatorOptions topts;
   topts.model_dir = absl::GetFlag(FLAGS_model_dir);
   topts.device = absl::GetFlag(FLAGS_device);
+  topts.dtype = absl::GetFlag(FLAGS_dtype);
   topts.num_threads = absl::GetFlag(FLAGS_threads);
   topts.with_tokenizer = false;
   auto translator = Translator::Create(topts);

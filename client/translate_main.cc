@@ -15,6 +15,8 @@
 
 ABSL_FLAG(std::string, model_dir, "", "Marian checkpoint directory (Hugging Face layout)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
+ABSL_FLAG(std::string, dtype, "auto",
+          "Weights: auto (float16 on a GPU, float32 on the CPU), float32 or float16 (GPU)");
 ABSL_FLAG(int, beam_size, 0, "Beam size; 1 = greedy; 0 = the model's generation_config default");
 ABSL_FLAG(int, max_length, 0,
           "Most generated tokens per sentence, EOS included; 0 = the model's default");
@@ -59,6 +61,7 @@ int Run() {
   TranslatorOptions topts;
   topts.model_dir = absl::GetFlag(FLAGS_model_dir);
   topts.device = absl::GetFlag(FLAGS_device);
+  topts.dtype = absl::GetFlag(FLAGS_dtype);
   topts.num_threads = absl::GetFlag(FLAGS_num_threads);
   auto translator = Translator::Create(topts);
   if (!translator.ok()) {

@@ -654,6 +654,7 @@ absl::Status TranserveServer::LoadModels() {
     TranslatorOptions topts;
     topts.model_dir = dir;
     topts.device = impl.config.device;
+    topts.dtype = impl.config.dtype;
     topts.num_threads = impl.config.num_threads;
     topts.kv_cache_max_bytes = impl.config.kv_cache_bytes;
     auto translator = Translator::Create(topts);
@@ -685,11 +686,11 @@ absl::Status TranserveServer::LoadModels() {
     m->info.set_name(m->name);
     m->info.set_architecture(arch);
     m->info.set_device(device);
-    m->info.set_dtype("float32");
+    m->info.set_dtype(m->translator->dtype());
     m->info.set_max_source_tokens(static_cast<int32_t>(
         std::min<int64_t>(c.max_position_embeddings, impl.config.limits.max_source_tokens)));
     m->info.set_is_default(models.empty());
-    m->metrics = impl.metrics.AddModel(m->name, device, "float32", arch);
+    m->metrics = impl.metrics.AddModel(m->name, device, m->translator->dtype(), arch);
     SchedulerOptions sopts = impl.config.scheduler;
     sopts.kv_cache_max_bytes = impl.config.kv_cache_bytes;
     m->scheduler = std::make_unique<Scheduler>(m->translator.get(), sopts);

@@ -21,6 +21,7 @@ struct ServerConfig {
   std::string address = "0.0.0.0:50051";         // port 0 picks a free port
   std::string metrics_address = "0.0.0.0:9464";  // empty: no HTTP exposer
   std::string device = "auto";
+  std::string dtype = "auto";  // auto | float32 | float16 (GPU)
   int num_threads = 0;
   int64_t kv_cache_bytes = 0;  // per model; 0 = unbounded
   SchedulerOptions scheduler;

@@ -32,6 +32,8 @@ ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free one)");
 ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 picks a free one, -1 disables)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
+ABSL_FLAG(std::string, dtype, "auto",
+          "Weights: auto (float16 on a GPU, float32 on the CPU), float32 or float16 (GPU)");
 ABSL_FLAG(std::string, batching, "continuous", "continuous or static");
 ABSL_FLAG(int, max_batch_sequences, 64, "Most sentences decoded together");
 ABSL_FLAG(int, admission_group, transerve::SchedulerOptions{}.admission_group,
@@ -130,6 +132,7 @@ int Run() {
   const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
   config.metrics_address = metrics_port < 0 ? "" : absl::StrCat(host, ":", metrics_port);
   config.device = absl::GetFlag(FLAGS_device);
+  config.dtype = absl::GetFlag(FLAGS_dtype);
   config.num_threads = absl::GetFlag(FLAGS_num_threads);
   config.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_mb) << 20;
   config.scheduler.max_batch_sequences = absl::GetFlag(FLAGS_max_batch_sequences);

@@ -32,6 +32,8 @@ size_t DTypeSize(DType dtype) {
     case DType::kFloat32:
     case DType::kInt32:
       return 4;
+    case DType::kFloat16:
+      return 2;
   }
   return 4;
 }

@@ -12,7 +12,8 @@
 
 namespace transerve {
 
-enum class DType : uint8_t { kFloat32, kInt32 };
+// kFloat16: IEEE half, for weights stored on a GPU (docs/cuda.md); the CPU computes in float32.
+enum class DType : uint8_t { kFloat32, kInt32, kFloat16 };
 enum class Device : uint8_t { kCpu, kCuda };
 
 size_t DTypeSize(DType dtype);

@@ -8,9 +8,10 @@ void Pack(LinearWeights* w) {
   w->weight = Tensor();
 }
 
-LinearWeights CopyLinear(const LinearWeights& w, Device device) {
+LinearWeights CopyLinear(const LinearWeights& w, Device device, DType dtype) {
   LinearWeights out;
   out.weight = ops::CopyTo(w.weight, device);
+  if (dtype == DType::kFloat16) out.weight = ops::ToFloat16(out.weight);
   if (!w.bias.empty()) out.bias = ops::CopyTo(w.bias, device);
   return out;
 }
@@ -21,25 +22,27 @@ LayerNormWeights CopyNorm(const LayerNormWeights& n, Device device) {
 
 }  // namespace
 
-TransformerWeights CopyWeightsTo(const TransformerWeights& w, Device device) {
+TransformerWeights CopyWeightsTo(const TransformerWeights& w, Device device, DType dtype) {
   TransformerWeights out;
   out.encoder_embedding = ops::CopyTo(w.encoder_embedding, device);
   out.decoder_embedding = ops::CopyTo(w.decoder_embedding, device);
   out.encoder_positions = ops::CopyTo(w.encoder_positions, device);
   out.decoder_positions = ops::CopyTo(w.decoder_positions, device);
-  out.output = CopyLinear(w.output, device);
-  out.cross_kv = CopyLinear(w.cross_kv, device);
+  out.output = CopyLinear(w.output, device, dtype);
+  out.cross_kv = CopyLinear(w.cross_kv, device, dtype);
   for (const EncoderLayerWeights& l : w.encoder) {
-    out.encoder.push_back({CopyLinear(l.self_qkv, device), CopyLinear(l.self_out, device),
-                           CopyNorm(l.self_attn_norm, device), CopyLinear(l.fc1, device),
-                           CopyLinear(l.fc2, device), CopyNorm(l.final_norm, device)});
+    out.encoder.push_back({CopyLinear(l.self_qkv, device, dtype),
+                           CopyLinear(l.self_out, device, dtype),
+                           CopyNorm(l.self_attn_norm, device), CopyLinear(l.fc1, device, dtype),
+                           CopyLinear(l.fc2, device, dtype), CopyNorm(l.final_norm, device)});
   }
   for (const DecoderLayerWeights& l : w.decoder) {
-    out.decoder.push_back({CopyLinear(l.self_qkv, device), CopyLinear(l.self_out, device),
-                           CopyNorm(l.self_attn_norm, device), CopyLinear(l.cross_q, device),
-                           CopyLinear(l.cross_out, device), CopyNorm(l.cross_attn_norm, device),
-                           CopyLinear(l.fc1, device), CopyLinear(l.fc2, device),
-                           CopyNorm(l.final_norm, device)});
+    out.decoder.push_back({CopyLinear(l.self_qkv, device, dtype),
+                           CopyLinear(l.self_out, device, dtype),
+                           CopyNorm(l.self_attn_norm, device), CopyLinear(l.cross_q, device, dtype),
+                           CopyLinear(l.cross_out, device, dtype),
+                           CopyNorm(l.cross_attn_norm, device), CopyLinear(l.fc1, device, dtype),
+                           CopyLinear(l.fc2, device, dtype), CopyNorm(l.final_norm, device)});
   }
   return out;
 }

@@ -81,8 +81,11 @@ struct TransformerWeights {
 void PackWeights(TransformerWeights* weights);
 
 // A copy of every tensor on `device` (row-major linear weights: call before PackWeights, which
-// is for the CPU only).
-TransformerWeights CopyWeightsTo(const TransformerWeights& weights, Device device);
+// is for the CPU only), the linear layers' weight matrices stored as `linear_dtype`
+// (kFloat16 on a GPU halves their memory and feeds the tensor cores); biases, norms and
+// embeddings stay float32.
+TransformerWeights CopyWeightsTo(const TransformerWeights& weights, Device device,
+                                 DType linear_dtype = DType::kFloat32);
 
 // The sinusoidal table of Marian/HF: sines in columns [0, ceil(D/2)), cosines after them, angles
 // computed in double and rounded to float.

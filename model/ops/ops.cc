@@ -87,8 +87,11 @@ void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activatio
     const TranserveCudaApi& api = RequireCuda("Linear");
     const int64_t m = x.dim(0), k = x.dim(1), n = weight.dim(0);
     PrepareOutput(y, {m, n}, Device::kCuda);
-    CheckCuda(api.linear_f32(x.f32(), m, k, weight.f32(), n, bias.empty() ? nullptr : bias.f32(),
-                             static_cast<int>(activation), y->f32()),
+    const float* b = bias.empty() ? nullptr : bias.f32();
+    const int act = static_cast<int>(activation);
+    CheckCuda(weight.dtype() == DType::kFloat16
+                  ? api.linear_f16w(x.f32(), m, k, weight.data<void>(), n, b, act, y->f32())
+                  : api.linear_f32(x.f32(), m, k, weight.f32(), n, b, act, y->f32()),
               api, "Linear");
     return;
   }
@@ -115,6 +118,16 @@ Tensor CopyTo(const Tensor& t, Device device) {
   const int direction =
       device == Device::kCuda ? TRANSERVE_CUDA_HOST_TO_DEVICE : TRANSERVE_CUDA_DEVICE_TO_HOST;
   CheckCuda(api.copy(out.data<char>(), t.data<char>(), bytes, direction), api, "CopyTo");
+  return out;
+}
+
+Tensor ToFloat16(const Tensor& t) {
+  if (t.device() != Device::kCuda || t.dtype() != DType::kFloat32) {
+    throw std::logic_error("ToFloat16: needs a float32 tensor on the GPU");
+  }
+  const TranserveCudaApi& api = RequireCuda("ToFloat16");
+  Tensor out(t.shape(), DType::kFloat16, Device::kCuda);
+  CheckCuda(api.to_f16(t.f32(), out.data<void>(), t.numel()), api, "ToFloat16");
   return out;
 }
 

@@ -67,6 +67,9 @@ void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activatio
 // needs the CUDA backend (model/ops/cuda_plugin.h).
 Tensor CopyTo(const Tensor& t, Device device);
 
+// A float16 copy of a float32 tensor on the GPU (weights stored in half precision).
+Tensor ToFloat16(const Tensor& t);
+
 // out = LayerNorm(x + residual) * gamma + beta over the last axis (biased variance).
 // `out` may alias `x` or `residual`.
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,

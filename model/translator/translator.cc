@@ -58,8 +58,17 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
   auto model = LoadMarianModel(options.model_dir, /*pack=*/t->device_ == Device::kCpu);
   if (!model.ok()) return model.status();
   t->model_ = *std::move(model);
+  if (options.dtype != "auto" && options.dtype != "float32" && options.dtype != "float16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown dtype '", options.dtype, "' (expected auto, float32 or float16)"));
+  }
+  if (options.dtype == "float16" && t->device_ == Device::kCpu) {
+    return absl::InvalidArgumentError("dtype float16 needs a GPU: the CPU computes in float32");
+  }
   if (t->device_ != Device::kCpu) {
-    t->model_->weights = CopyWeightsTo(t->model_->weights, t->device_);
+    t->dtype_ = options.dtype == "float32" ? "float32" : "float16";
+    t->model_->weights = CopyWeightsTo(t->model_->weights, t->device_,
+                                       t->dtype_ == "float16" ? DType::kFloat16 : DType::kFloat32);
   }
   const MarianConfig& c = t->model_->config;
   if (options.with_tokenizer) {

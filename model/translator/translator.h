@@ -21,7 +21,10 @@ namespace transerve {
 
 struct TranslatorOptions {
   std::string model_dir;
-  std::string device = "auto";     // auto | cpu | cuda
+  std::string device = "auto";  // auto | cpu | cuda
+  // Linear weights' storage: auto (float16 on a GPU, float32 on the CPU) | float32 | float16
+  // (GPU only: the CPU computes in float32).
+  std::string dtype = "auto";
   int num_threads = 0;             // GEMM threads; 0 = every core
   int64_t kv_cache_max_bytes = 0;  // 0 = unbounded
   // False loads the model alone (ids in, ids out: benchmarks on checkpoints without
@@ -83,6 +86,8 @@ class Translator {
     return logits_.device() == Device::kCpu ? logits_ : host_logits_;
   }
   Device device() const { return device_; }
+  // "float32" or "float16": how the linear weights are stored.
+  const std::string& dtype() const { return dtype_; }
 
  private:
   Translator() = default;
@@ -93,6 +98,7 @@ class Translator {
   std::unique_ptr<KvBlockPool> kv_pool_;
   SpecialTokens special_;
   Device device_ = Device::kCpu;
+  std::string dtype_ = "float32";
   Workspace workspace_;
   Tensor hidden_;
   Tensor logits_;

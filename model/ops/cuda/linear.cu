@@ -1,4 +1,6 @@
 // y = activation(x · wᵀ + bias): one cuBLAS SGEMM, then one element-wise kernel.
+#include <cuda_fp16.h>
+
 #include <cmath>
 #include <cstdint>
 
@@ -30,7 +32,55 @@ __global__ void BiasActivate(float* y, const float* bias, int64_t m, int64_t n, 
   y[i] = Activate(v, activation);
 }
 
+__global__ void ToHalf(const float* in, __half* out, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = __float2half_rn(in[i]);
+}
+
+int BiasAndActivation(float* y, const float* bias, int64_t m, int64_t n, int activation) {
+  if (bias == nullptr && activation == TRANSERVE_CUDA_IDENTITY) return 0;
+  const int64_t total = m * n;
+  const int threads = 256;
+  BiasActivate<<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0, Stream()>>>(
+      y, bias, m, n, activation);
+  return Check(cudaGetLastError(), "linear: bias and activation kernel");
+}
+
 }  // namespace
+
+int ToF16(const float* in, void* out, int64_t n) {
+  if (n == 0) return 0;
+  ToHalf<<<static_cast<unsigned>((n + 255) / 256), 256, 0, Stream()>>>(
+      in, static_cast<__half*>(out), n);
+  return Check(cudaGetLastError(), "to_f16 kernel");
+}
+
+int LinearF16W(const float* x, int64_t m, int64_t k, const void* w16, int64_t n, const float* bias,
+               int activation, float* y) {
+  if (m == 0 || n == 0) return 0;
+  // The activations' half copy, grown as needed (the plugin's one stream orders its uses).
+  static __half* x16 = nullptr;
+  static int64_t capacity = 0;
+  if (m * k > capacity) {
+    if (x16 != nullptr) cudaFree(x16);
+    capacity = 2 * m * k;
+    if (Check(cudaMalloc(&x16, sizeof(__half) * capacity), "linear f16: scratch")) {
+      x16 = nullptr;
+      capacity = 0;
+      return 1;
+    }
+  }
+  if (ToF16(x, x16, m * k)) return 1;
+  const float one = 1.0f, zero = 0.0f;
+  if (Check(cublasGemmEx(Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                         static_cast<int>(k), &one, w16, CUDA_R_16F, static_cast<int>(k), x16,
+                         CUDA_R_16F, static_cast<int>(k), &zero, y, CUDA_R_32F, static_cast<int>(n),
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "linear f16: cublasGemmEx")) {
+    return 1;
+  }
+  return BiasAndActivation(y, bias, m, n, activation);
+}
 
 int LinearF32(const float* x, int64_t m, int64_t k, const float* w, int64_t n, const float* bias,
               int activation, float* y) {
@@ -44,12 +94,7 @@ int LinearF32(const float* x, int64_t m, int64_t k, const float* w, int64_t n, c
             "linear: cublasSgemm")) {
     return 1;
   }
-  if (bias == nullptr && activation == TRANSERVE_CUDA_IDENTITY) return 0;
-  const int64_t total = m * n;
-  const int threads = 256;
-  BiasActivate<<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0, Stream()>>>(
-      y, bias, m, n, activation);
-  return Check(cudaGetLastError(), "linear: bias and activation kernel");
+  return BiasAndActivation(y, bias, m, n, activation);
 }
 
 }  // namespace transerve::cuda

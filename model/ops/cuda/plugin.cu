@@ -21,6 +21,9 @@ int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int
               float* out, int64_t out_stride, float* head_mean, int64_t mean_stride);
 int EmbedF32(const float* table, const int32_t* ids, const int32_t* positions, int64_t rows,
              int64_t d, float scale, const float* position_table, float* out);
+int ToF16(const float* in, void* out, int64_t n);
+int LinearF16W(const float* x, int64_t m, int64_t k, const void* w16, int64_t n, const float* bias,
+               int activation, float* y);
 }  // namespace transerve::cuda
 
 namespace {
@@ -76,6 +79,8 @@ const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
                                transerve::cuda::AddLayerNormF32,
                                transerve::cuda::AttendF32,
                                transerve::cuda::EmbedF32,
+                               transerve::cuda::ToF16,
+                               transerve::cuda::LinearF16W,
                                transerve::cuda::LastError};
 
 }  // namespace

@@ -12,7 +12,7 @@ extern "C" {
 
 #include <stdint.h>
 
-#define TRANSERVE_CUDA_PLUGIN_ABI 4
+#define TRANSERVE_CUDA_PLUGIN_ABI 5
 
 // Returns TRANSERVE_CUDA_PLUGIN_ABI.
 typedef int (*TranserveCudaAbiFn)(void);
@@ -77,6 +77,12 @@ typedef struct TranserveCudaApi {
   // positions are host arrays of `rows` entries, already checked against the tables.
   int (*embed_f32)(const float* table, const int32_t* ids, const int32_t* positions, int64_t rows,
                    int64_t d, float scale, const float* position_table, float* out);
+  // Converts n floats to IEEE half (device to device): weights stored in float16.
+  int (*to_f16)(const float* in, void* out, int64_t n);
+  // linear_f32 with a float16 weight (w16, [n, k]): x is rounded to half for the tensor-core
+  // GEMM, accumulation and y are float32.
+  int (*linear_f16w)(const float* x, int64_t m, int64_t k, const void* w16, int64_t n,
+                     const float* bias, int activation, float* y);
   const char* (*last_error)(void);
 } TranserveCudaApi;
 

@@ -55,6 +55,19 @@ TEST_F(CudaOpsTest, LinearMatchesTheCpuForEveryActivation) {
   }
 }
 
+TEST_F(CudaOpsTest, LinearWithFloat16WeightsIsCloseToTheCpu) {
+  std::mt19937 rng(39);
+  const Tensor x = RandomTensor({33, 256}, rng), w = RandomTensor({96, 256}, rng, 0.1f),
+               b = RandomTensor({96}, rng);
+  Tensor cpu, gpu;
+  ops::Linear(x, w, b, Activation::kSwish, &cpu);
+  const Tensor w16 = ops::ToFloat16(ops::CopyTo(w, Device::kCuda));
+  EXPECT_EQ(w16.dtype(), DType::kFloat16);
+  ops::Linear(ops::CopyTo(x, Device::kCuda), w16, ops::CopyTo(b, Device::kCuda), Activation::kSwish,
+              &gpu);
+  ExpectClose(gpu, cpu, 2e-2f);  // half-precision inputs, float32 accumulation
+}
+
 TEST_F(CudaOpsTest, AddLayerNormMatchesTheCpuAndMayWriteInPlace) {
   std::mt19937 rng(33);
   const Tensor x = RandomTensor({19, 512}, rng, 3.0f), r = RandomTensor({19, 512}, rng),

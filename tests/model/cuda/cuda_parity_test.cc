@@ -17,8 +17,8 @@ class CudaParityTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     if (CudaApi() == nullptr) GTEST_SKIP() << ProbeCuda().detail;
     expected_ = testing::LoadExpected(GetParam());
-    auto t =
-        Translator::Create({.model_dir = testing::FixtureModelDir(GetParam()), .device = "cuda"});
+    auto t = Translator::Create(
+        {.model_dir = testing::FixtureModelDir(GetParam()), .device = "cuda", .dtype = "float32"});
     ASSERT_TRUE(t.ok()) << t.status();
     ASSERT_EQ((*t)->device(), Device::kCuda);
     translator_ = *std::move(t);
@@ -52,6 +52,31 @@ TEST_P(CudaParityTest, GreedyAndBeamIdsMatchTheReferenceInOneBatch) {
     std::cout << GetParam() << " " << search << ": " << same << " of " << sources.size()
               << " sentences with the reference's ids (float32 on the GPU)\n";
   }
+}
+
+// float16 weights: the bar is the reference's ids on at least 95% of sentences.
+TEST_P(CudaParityTest, Float16WeightsKeepTheReferenceIdsOnAtLeast95Percent) {
+  auto t = Translator::Create(
+      {.model_dir = testing::FixtureModelDir(GetParam()), .device = "cuda", .dtype = "float16"});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->dtype(), "float16");
+  std::vector<std::vector<int32_t>> sources;
+  for (const auto& c : expected_["cases"]) {
+    sources.push_back(c["source_ids"].get<std::vector<int32_t>>());
+  }
+  DecodingOptions o;
+  o.beam_size = 1;
+  o.max_length = expected_["max_length"].get<int>();
+  auto results = (*t)->TranslateIds(sources, o);
+  ASSERT_TRUE(results.ok()) << results.status();
+  size_t same = 0;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    same += (*results)[i].hypotheses.at(0).ids ==
+            expected_["cases"][i]["greedy"]["ids"].get<std::vector<int32_t>>();
+  }
+  std::cout << GetParam() << " float16 greedy: " << same << " of " << sources.size()
+            << " sentences with the reference's ids\n";
+  EXPECT_GE(static_cast<double>(same), 0.95 * static_cast<double>(sources.size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaParityTest,

@@ -42,6 +42,19 @@ TEST(CudaPlugin, AutoTakesTheGpuWhenUsableElseCudaIsRefusedWithTheReason) {
   EXPECT_NE(cuda.status().message().find(probe.detail), std::string::npos) << cuda.status();
 }
 
+TEST(CudaPlugin, Float16OnTheCpuIsAClearError) {
+  const std::string dir = testing::FixtureModelDir(testing::kFixtureNames[0]);
+  auto t = Translator::Create({.model_dir = dir, .device = "cpu", .dtype = "float16"});
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(t.status().message().find("GPU"), std::string::npos) << t.status();
+  auto bad = Translator::Create({.model_dir = dir, .device = "cpu", .dtype = "int3"});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  auto f32 = Translator::Create({.model_dir = dir, .device = "cpu", .dtype = "float32"});
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  EXPECT_EQ((*f32)->dtype(), "float32");
+}
+
 TEST(CudaPlugin, SelfTestKernelOnTheGpu) {
   const CudaProbe& probe = ProbeCuda();
   if (probe.devices == 0) GTEST_SKIP() << probe.detail;
