@@ -37,16 +37,16 @@ void BeamSearch::AddFinished(Hypothesis hypothesis) {
   if (static_cast<int>(finished_.size()) > options_.beam_size) finished_.pop_back();
 }
 
-void BeamSearch::Advance(const Tensor& logits, const Tensor* alignment, int64_t first_row) {
+SentenceSearch::Candidates BeamSearch::NextCandidates() const {
+  return {RuleForStep(options_, generated_), 2 * options_.beam_size};
+}
+
+void BeamSearch::Advance(std::span<const std::vector<TokenScore>> top, const Tensor* alignment,
+                         int64_t first_row) {
   const int beams = options_.beam_size;
-  const int64_t vocab = logits.dim(1);
-  const StepRule rule = RuleForStep(options_, generated_);
   candidates_.clear();
   for (size_t b = 0; b < running_.size(); ++b) {
-    const std::span<const float> row(logits.f32() + (first_row + static_cast<int64_t>(b)) * vocab,
-                                     static_cast<size_t>(vocab));
-    TopTokens(row, special_, rule, 2 * beams, &top_);
-    for (const TokenScore& t : top_) {
+    for (const TokenScore& t : top[first_row + static_cast<int64_t>(b)]) {
       candidates_.push_back(
           {running_[b].sum_log_probs + t.log_prob, static_cast<int32_t>(b), t.token});
     }

@@ -14,7 +14,9 @@ class BeamSearch : public SentenceSearch {
 
   void CollectRows(std::vector<DecoderRow>* rows) override;
   bool wants_alignment() const override { return options_.return_alignment; }
-  void Advance(const Tensor& logits, const Tensor* alignment, int64_t first_row) override;
+  Candidates NextCandidates() const override;
+  void Advance(std::span<const std::vector<TokenScore>> top, const Tensor* alignment,
+               int64_t first_row) override;
   bool done() const override { return done_; }
   SearchResult TakeResult() override;
   const std::vector<int32_t>& partial_ids() const override {
@@ -44,7 +46,6 @@ class BeamSearch : public SentenceSearch {
   std::vector<Hypothesis> finished_;  // best first, at most beam_size
   int generated_ = 0;
   bool done_ = false;
-  std::vector<TokenScore> top_;
   std::vector<Candidate> candidates_;
 };
 

@@ -17,12 +17,14 @@ void GreedySearch::CollectRows(std::vector<DecoderRow>* rows) {
   rows->push_back({next_input_, cache_.get(), source_.get()});
 }
 
-void GreedySearch::Advance(const Tensor& logits, const Tensor* alignment, int64_t first_row) {
-  const int64_t vocab = logits.dim(1);
-  const std::span<const float> row(logits.f32() + first_row * vocab, static_cast<size_t>(vocab));
-  const StepRule rule = RuleForStep(options_, static_cast<int>(hypothesis_.ids.size()));
-  TopTokens(row, special_, rule, 1, &top_);
-  const TokenScore& best = top_.front();
+SentenceSearch::Candidates GreedySearch::NextCandidates() const {
+  return {RuleForStep(options_, static_cast<int>(hypothesis_.ids.size())), 1};
+}
+
+void GreedySearch::Advance(std::span<const std::vector<TokenScore>> top, const Tensor* alignment,
+                           int64_t first_row) {
+  const StepRule rule = NextCandidates().rule;
+  const TokenScore& best = top[first_row].front();
   hypothesis_.ids.push_back(best.token);
   if (options_.return_alignment) {
     AppendAlignmentRow(*alignment, first_row, source_->length(), &hypothesis_.alignment);

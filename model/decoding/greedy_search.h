@@ -12,7 +12,9 @@ class GreedySearch : public SentenceSearch {
 
   void CollectRows(std::vector<DecoderRow>* rows) override;
   bool wants_alignment() const override { return options_.return_alignment; }
-  void Advance(const Tensor& logits, const Tensor* alignment, int64_t first_row) override;
+  Candidates NextCandidates() const override;
+  void Advance(std::span<const std::vector<TokenScore>> top, const Tensor* alignment,
+               int64_t first_row) override;
   bool done() const override { return done_; }
   SearchResult TakeResult() override;
   const std::vector<int32_t>& partial_ids() const override { return hypothesis_.ids; }
@@ -25,7 +27,6 @@ class GreedySearch : public SentenceSearch {
   Hypothesis hypothesis_;
   int32_t next_input_;
   bool done_ = false;
-  std::vector<TokenScore> top_;
 };
 
 }  // namespace transerve

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "model/core/tensor.h"
@@ -22,10 +23,19 @@ class SentenceSearch {
   virtual void CollectRows(std::vector<DecoderRow>* rows) = 0;
   // Whether the driver must pass alignment rows to Advance (DecodingOptions::return_alignment).
   virtual bool wants_alignment() const = 0;
-  // Consumes rows [first_row, first_row + rows collected) of the step just run: of the logits,
-  // and of `alignment` (DecodeStep's head-averaged cross-attention), which is non-null
-  // whenever wants_alignment().
-  virtual void Advance(const Tensor& logits, const Tensor* alignment, int64_t first_row) = 0;
+  // What the next step needs from each of its rows' logits: the `k` best tokens under `rule`
+  // (logits_processing.h). The driver computes them for every row of the batch at once, on
+  // whatever device holds the logits.
+  struct Candidates {
+    StepRule rule;
+    int k = 1;
+  };
+  virtual Candidates NextCandidates() const = 0;
+  // Consumes rows [first_row, first_row + rows collected) of the step just run: the candidates
+  // of each row (`top[row]`, best first), and of `alignment` (DecodeStep's head-averaged
+  // cross-attention), which is non-null whenever wants_alignment().
+  virtual void Advance(std::span<const std::vector<TokenScore>> top, const Tensor* alignment,
+                       int64_t first_row) = 0;
   virtual bool done() const = 0;
   // The hypotheses, best first; valid once done().
   virtual SearchResult TakeResult() = 0;

@@ -223,8 +223,25 @@ absl::Status Translator::Step(std::span<SentenceSearch* const> searches) {
   // chosen ids come back is the next step: docs/cuda.md.)
   const Tensor& logits = HostCopy(logits_, &host_logits_);
   const Tensor* alignment_rows = alignment ? &HostCopy(alignment_, &host_alignment_) : nullptr;
+  // Every row's candidates at once, rows spread over the engine's threads.
+  row_candidates_.resize(rows_.size());
+  row_requests_.clear();
+  for (size_t i = 0; i < firsts.size(); ++i) {
+    const int64_t end =
+        i + 1 < firsts.size() ? firsts[i + 1].second : static_cast<int64_t>(rows_.size());
+    const SentenceSearch::Candidates want = firsts[i].first->NextCandidates();
+    for (int64_t r = firsts[i].second; r < end; ++r) row_requests_.push_back(want);
+  }
+  const int64_t vocab = logits.dim(1);
+  ThreadPool::Engine().ParallelFor(
+      static_cast<int64_t>(rows_.size()), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const std::span<const float> row(logits.f32() + r * vocab, static_cast<size_t>(vocab));
+          TopTokens(row, special_, row_requests_[r].rule, row_requests_[r].k, &row_candidates_[r]);
+        }
+      });
   for (const auto& [search, first_row] : firsts) {
-    search->Advance(logits, alignment_rows, first_row);
+    search->Advance(row_candidates_, alignment_rows, first_row);
   }
   return absl::OkStatus();
 }

@@ -110,6 +110,8 @@ class Translator {
   static const Tensor& HostCopy(const Tensor& t, Tensor* host);
   Tensor encoder_out_;
   std::vector<DecoderRow> rows_;
+  std::vector<SentenceSearch::Candidates> row_requests_;  // per row of the step
+  std::vector<std::vector<TokenScore>> row_candidates_;   // per row of the step
 };
 
 }  // namespace transerve
