@@ -131,6 +131,18 @@ Tensor ToFloat16(const Tensor& t) {
   return out;
 }
 
+void TopKOnDevice(const Tensor& logits, std::span<const int32_t> k,
+                  std::span<const uint8_t> ban_eos, int32_t pad, int32_t eos, int32_t max_k,
+                  std::vector<int32_t>* tokens, std::vector<float>* log_probs) {
+  const TranserveCudaApi& api = RequireCuda("TopKOnDevice");
+  const int32_t rows = static_cast<int32_t>(logits.dim(0));
+  tokens->resize(static_cast<size_t>(rows) * max_k);
+  log_probs->resize(static_cast<size_t>(rows) * max_k);
+  CheckCuda(api.top_k_f32(logits.f32(), rows, static_cast<int32_t>(logits.dim(1)), k.data(),
+                          ban_eos.data(), pad, eos, max_k, tokens->data(), log_probs->data()),
+            api, "TopKOnDevice");
+}
+
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                   float eps, Tensor* out) {
   if (x.device() == Device::kCuda) {

@@ -70,6 +70,14 @@ Tensor CopyTo(const Tensor& t, Device device);
 // A float16 copy of a float32 tensor on the GPU (weights stored in half precision).
 Tensor ToFloat16(const Tensor& t);
 
+// For each row r of `logits` on a GPU ([rows, vocab]): the k[r] allowed tokens with the
+// highest logits, best first (ties: lower id), and their log-probabilities under the softmax
+// over the allowed tokens (every token but `pad`, and but `eos` where ban_eos[r]). Results go
+// to tokens / log_probs (host, rows x max_k, row-major); only they cross back to the host.
+void TopKOnDevice(const Tensor& logits, std::span<const int32_t> k,
+                  std::span<const uint8_t> ban_eos, int32_t pad, int32_t eos, int32_t max_k,
+                  std::vector<int32_t>* tokens, std::vector<float>* log_probs);
+
 // out = LayerNorm(x + residual) * gamma + beta over the last axis (biased variance).
 // `out` may alias `x` or `residual`.
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,

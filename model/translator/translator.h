@@ -83,7 +83,12 @@ class Translator {
   const KvBlockPool& kv_pool() const { return *kv_pool_; }
   // Raw logits [rows, target_vocab] of the last Step (diagnostics and parity tests).
   const Tensor& last_logits() const {
-    return logits_.device() == Device::kCpu ? logits_ : host_logits_;
+    if (logits_.device() == Device::kCpu) return logits_;
+    if (!host_logits_valid_) {  // GPU: copied on demand, steps only copy their candidates
+      HostCopy(logits_, &host_logits_);
+      host_logits_valid_ = true;
+    }
+    return host_logits_;
   }
   Device device() const { return device_; }
   // "float32" or "float16": how the linear weights are stored.
@@ -103,9 +108,15 @@ class Translator {
   Tensor hidden_;
   Tensor logits_;
   Tensor alignment_;  // head-averaged last-layer cross-attention of the step, when asked
-  // Host copies of logits_ / alignment_ when the model runs on a GPU.
-  Tensor host_logits_;
+  // Host copies of logits_ (on demand) / alignment_ when the model runs on a GPU.
+  mutable Tensor host_logits_;
+  mutable bool host_logits_valid_ = false;
   Tensor host_alignment_;
+  std::vector<int32_t> device_tokens_;  // candidates computed on the GPU
+  std::vector<float> device_log_probs_;
+  // The candidates of every row of the step into row_candidates_.
+  void CandidatesOnCpu();
+  void CandidatesOnDevice();
   // `t` itself on the CPU, else its copy in *host.
   static const Tensor& HostCopy(const Tensor& t, Tensor* host);
   Tensor encoder_out_;

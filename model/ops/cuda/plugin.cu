@@ -24,6 +24,9 @@ int EmbedF32(const float* table, const int32_t* ids, const int32_t* positions, i
 int ToF16(const float* in, void* out, int64_t n);
 int LinearF16W(const float* x, int64_t m, int64_t k, const void* w16, int64_t n, const float* bias,
                int activation, float* y);
+int TopKF32(const float* logits, int32_t rows, int32_t vocab, const int32_t* k,
+            const uint8_t* ban_eos, int32_t pad, int32_t eos, int32_t max_k, int32_t* tokens,
+            float* log_probs);
 }  // namespace transerve::cuda
 
 namespace {
@@ -81,6 +84,7 @@ const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
                                transerve::cuda::EmbedF32,
                                transerve::cuda::ToF16,
                                transerve::cuda::LinearF16W,
+                               transerve::cuda::TopKF32,
                                transerve::cuda::LastError};
 
 }  // namespace

@@ -12,7 +12,7 @@ extern "C" {
 
 #include <stdint.h>
 
-#define TRANSERVE_CUDA_PLUGIN_ABI 5
+#define TRANSERVE_CUDA_PLUGIN_ABI 6
 
 // Returns TRANSERVE_CUDA_PLUGIN_ABI.
 typedef int (*TranserveCudaAbiFn)(void);
@@ -83,6 +83,13 @@ typedef struct TranserveCudaApi {
   // GEMM, accumulation and y are float32.
   int (*linear_f16w)(const float* x, int64_t m, int64_t k, const void* w16, int64_t n,
                      const float* bias, int activation, float* y);
+  // For each logits row r ([rows, vocab], device): the k[r] allowed tokens with the highest
+  // logits, best first (ties: lower id first), with their log-probabilities under the softmax
+  // over allowed tokens. Allowed: every token but `pad`, and but `eos` where ban_eos[r].
+  // k, ban_eos (host, `rows` entries) in; tokens and log_probs (host, rows * max_k) out.
+  int (*top_k_f32)(const float* logits, int32_t rows, int32_t vocab, const int32_t* k,
+                   const uint8_t* ban_eos, int32_t pad, int32_t eos, int32_t max_k, int32_t* tokens,
+                   float* log_probs);
   const char* (*last_error)(void);
 } TranserveCudaApi;
 

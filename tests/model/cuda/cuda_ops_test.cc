@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "model/decoding/logits_processing.h"
 #include "model/ops/cuda_plugin.h"
 #include "model/ops/kv_cache.h"
 #include "model/ops/ops.h"
@@ -141,6 +142,33 @@ TEST_F(CudaOpsTest, EmbedTokensMatchesTheCpu) {
   ops::EmbedTokens(ops::CopyTo(table, Device::kCuda), ids, at, 8.0f,
                    ops::CopyTo(positions, Device::kCuda), &gpu);
   ExpectClose(gpu, cpu, 1e-6f);
+}
+
+TEST_F(CudaOpsTest, TopKOnTheDeviceMatchesTheCpuCandidates) {
+  std::mt19937 rng(40);
+  const int rows = 6, vocab = 5003;
+  Tensor logits = RandomTensor({rows, vocab}, rng, 4.0f);
+  logits.f32()[1 * vocab + 7] = logits.f32()[1 * vocab + 9] = 50.0f;  // a tie: lower id first
+  const SpecialTokens special{/*pad=*/vocab - 1, /*eos=*/0, /*decoder_start=*/vocab - 1};
+  logits.f32()[2 * vocab + special.pad] = 99.0f;  // pad is never a candidate
+  logits.f32()[3 * vocab + special.eos] = 99.0f;  // banned below
+  const std::vector<int32_t> k{1, 2, 8, 8, 3, 16};
+  const std::vector<uint8_t> ban{0, 0, 0, 1, 1, 0};
+  std::vector<int32_t> tokens;
+  std::vector<float> log_probs;
+  ops::TopKOnDevice(ops::CopyTo(logits, Device::kCuda), k, ban, special.pad, special.eos, 16,
+                    &tokens, &log_probs);
+  std::vector<TokenScore> want;
+  for (int r = 0; r < rows; ++r) {
+    StepRule rule;
+    rule.ban_eos = ban[r] != 0;
+    TopTokens(std::span<const float>(logits.f32() + r * vocab, vocab), special, rule, k[r], &want);
+    ASSERT_EQ(static_cast<int>(want.size()), k[r]);
+    for (int i = 0; i < k[r]; ++i) {
+      EXPECT_EQ(tokens[r * 16 + i], want[i].token) << "row " << r << " rank " << i;
+      EXPECT_NEAR(log_probs[r * 16 + i], want[i].log_prob, 1e-4f) << "row " << r;
+    }
+  }
 }
 
 TEST(CudaOps, WithoutABackendADeviceTensorIsAClearError) {
