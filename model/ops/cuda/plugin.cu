@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "model/ops/cuda/caching_allocator.h"
 #include "model/ops/cuda/cuda_status.h"
 #include "model/ops/cuda/plugin_abi.h"
 
@@ -48,15 +49,6 @@ __global__ void ScaleAndAdd(const float* x, const float* y, float a, float* out,
 }
 
 // Plain cudaMalloc for now; the caching allocator of docs/cuda.md replaces it.
-void* Allocate(size_t bytes) {
-  void* ptr = nullptr;
-  if (transerve::cuda::Check(cudaMalloc(&ptr, bytes > 0 ? bytes : 1), "cudaMalloc")) return nullptr;
-  return ptr;
-}
-
-void Free(void* ptr) {
-  if (ptr != nullptr) cudaFree(ptr);
-}
 
 int Copy(void* dst, const void* src, size_t bytes, int direction) {
   const cudaMemcpyKind kind = direction == TRANSERVE_CUDA_HOST_TO_DEVICE ? cudaMemcpyHostToDevice
@@ -74,8 +66,8 @@ int Synchronize() {
 }
 
 const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
-                               Allocate,
-                               Free,
+                               transerve::cuda::CachedAllocate,
+                               transerve::cuda::CachedFree,
                                Copy,
                                Synchronize,
                                transerve::cuda::LinearF32,
