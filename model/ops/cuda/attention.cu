@@ -86,36 +86,24 @@ __global__ void AttendKernel(const float* q, int64_t q_stride, int32_t heads, in
   }
 }
 
-// Device copies of the segment tables, grown as needed (the plugin's single stream orders uses).
-struct Scratch {
-  void* data = nullptr;
-  size_t bytes = 0;
-  int Ensure(size_t needed) {
-    if (needed <= bytes) return 0;
-    if (data != nullptr) cudaFree(data);
-    bytes = needed * 2;
-    return Check(cudaMalloc(&data, bytes), "attention: scratch");
-  }
-};
-
 }  // namespace
 
 int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int32_t head_dim,
               const TranserveCudaKvSegment* segments, const int32_t* row_segments, float scale,
               float* out, int64_t out_stride, float* head_mean, int64_t mean_stride) {
   if (rows == 0) return 0;
-  static Scratch scratch;
+  static DeviceScratch scratch;  // the segment tables on the device
   const int32_t total_segments = row_segments[rows];
   const size_t segment_bytes = static_cast<size_t>(total_segments) * sizeof(TranserveCudaKvSegment);
   const size_t offset_bytes = static_cast<size_t>(rows + 1) * sizeof(int32_t);
-  if (scratch.Ensure(segment_bytes + offset_bytes)) return 1;
+  void* tables = scratch.Get(segment_bytes + offset_bytes, "attention: scratch");
+  if (tables == nullptr) return 1;
   // One upload for both tables; the copy waits for the host arrays to be read.
   std::vector<char> host(segment_bytes + offset_bytes);
   std::memcpy(host.data(), segments, segment_bytes);
   std::memcpy(host.data() + segment_bytes, row_segments, offset_bytes);
-  if (Check(
-          cudaMemcpyAsync(scratch.data, host.data(), host.size(), cudaMemcpyHostToDevice, Stream()),
-          "attention: upload segments") ||
+  if (Check(cudaMemcpyAsync(tables, host.data(), host.size(), cudaMemcpyHostToDevice, Stream()),
+            "attention: upload segments") ||
       Check(cudaStreamSynchronize(Stream()), "attention: upload segments")) {
     return 1;
   }
@@ -130,9 +118,9 @@ int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int
             "attention: clear head means")) {
     return 1;
   }
-  const auto* device_segments = static_cast<const TranserveCudaKvSegment*>(scratch.data);
+  const auto* device_segments = static_cast<const TranserveCudaKvSegment*>(tables);
   const auto* device_offsets =
-      reinterpret_cast<const int32_t*>(static_cast<const char*>(scratch.data) + segment_bytes);
+      reinterpret_cast<const int32_t*>(static_cast<const char*>(tables) + segment_bytes);
   const size_t shared = sizeof(float) * (longest + kThreads / 32);
   AttendKernel<<<dim3(rows, heads), kThreads, shared, Stream()>>>(
       q, q_stride, heads, head_dim, device_segments, device_offsets, scale, out, out_stride,

@@ -24,6 +24,16 @@ int Check(cublasStatus_t status, const char* what) {
 
 const char* LastError() { return last_error.c_str(); }
 
+void* DeviceScratch::Get(size_t bytes, const char* what) {
+  if (bytes <= bytes_) return data_;
+  if (data_ != nullptr) cudaFree(data_);
+  data_ = nullptr;
+  bytes_ = 0;
+  if (Check(cudaMalloc(&data_, 2 * bytes), what)) return nullptr;
+  bytes_ = 2 * bytes;
+  return data_;
+}
+
 cudaStream_t Stream() {
   static cudaStream_t stream = [] {
     cudaStream_t s = nullptr;

@@ -23,17 +23,10 @@ __global__ void EmbedKernel(const float* table, const int32_t* ids, const int32_
 int EmbedF32(const float* table, const int32_t* ids, const int32_t* positions, int64_t rows,
              int64_t d, float scale, const float* position_table, float* out) {
   if (rows == 0) return 0;
-  static int32_t* device_indices = nullptr;
-  static int64_t capacity = 0;
-  if (rows > capacity) {
-    if (device_indices != nullptr) cudaFree(device_indices);
-    capacity = rows * 2;
-    if (Check(cudaMalloc(&device_indices, sizeof(int32_t) * 2 * capacity), "embed: scratch")) {
-      device_indices = nullptr;
-      capacity = 0;
-      return 1;
-    }
-  }
+  static DeviceScratch scratch;
+  auto* device_indices =
+      static_cast<int32_t*>(scratch.Get(sizeof(int32_t) * 2 * rows, "embed: scratch"));
+  if (device_indices == nullptr) return 1;
   std::vector<int32_t> host(2 * rows);
   std::memcpy(host.data(), ids, sizeof(int32_t) * rows);
   std::memcpy(host.data() + rows, positions, sizeof(int32_t) * rows);

@@ -58,18 +58,9 @@ int ToF16(const float* in, void* out, int64_t n) {
 int LinearF16W(const float* x, int64_t m, int64_t k, const void* w16, int64_t n, const float* bias,
                int activation, float* y) {
   if (m == 0 || n == 0) return 0;
-  // The activations' half copy, grown as needed (the plugin's one stream orders its uses).
-  static __half* x16 = nullptr;
-  static int64_t capacity = 0;
-  if (m * k > capacity) {
-    if (x16 != nullptr) cudaFree(x16);
-    capacity = 2 * m * k;
-    if (Check(cudaMalloc(&x16, sizeof(__half) * capacity), "linear f16: scratch")) {
-      x16 = nullptr;
-      capacity = 0;
-      return 1;
-    }
-  }
+  static DeviceScratch scratch;  // the activations' half copy
+  auto* x16 = static_cast<__half*>(scratch.Get(sizeof(__half) * m * k, "linear f16: scratch"));
+  if (x16 == nullptr) return 1;
   if (ToF16(x, x16, m * k)) return 1;
   const float one = 1.0f, zero = 0.0f;
   if (Check(cublasGemmEx(Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),

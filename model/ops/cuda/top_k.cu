@@ -89,46 +89,34 @@ __global__ void TopKKernel(const float* logits, int32_t vocab, const int32_t* ks
   }
 }
 
-struct Scratch {
-  char* data = nullptr;
-  size_t bytes = 0;
-  int Ensure(size_t needed) {
-    if (needed <= bytes) return 0;
-    if (data != nullptr) cudaFree(data);
-    bytes = needed * 2;
-    return Check(cudaMalloc(&data, bytes), "top_k: scratch");
-  }
-};
-
 }  // namespace
 
 int TopKF32(const float* logits, int32_t rows, int32_t vocab, const int32_t* k,
             const uint8_t* ban_eos, int32_t pad, int32_t eos, int32_t max_k, int32_t* tokens,
             float* log_probs) {
   if (rows == 0) return 0;
-  static Scratch scratch;
+  static DeviceScratch scratch;
   const size_t k_bytes = sizeof(int32_t) * rows;
   const size_t ban_bytes = sizeof(uint8_t) * rows;
   const size_t out_bytes = (sizeof(int32_t) + sizeof(float)) * static_cast<size_t>(rows) * max_k;
   // Layout: k | outputs (aligned) | ban flags.
   const size_t out_offset = (k_bytes + 15) / 16 * 16;
   const size_t ban_offset = out_offset + out_bytes;
-  if (scratch.Ensure(ban_offset + ban_bytes)) return 1;
+  char* data = static_cast<char*>(scratch.Get(ban_offset + ban_bytes, "top_k: scratch"));
+  if (data == nullptr) return 1;
   std::vector<char> upload(ban_offset + ban_bytes);
   std::memcpy(upload.data(), k, k_bytes);
   std::memcpy(upload.data() + ban_offset, ban_eos, ban_bytes);
-  if (Check(cudaMemcpyAsync(scratch.data, upload.data(), upload.size(), cudaMemcpyHostToDevice,
-                            Stream()),
+  if (Check(cudaMemcpyAsync(data, upload.data(), upload.size(), cudaMemcpyHostToDevice, Stream()),
             "top_k: upload")) {
     return 1;
   }
-  auto* device_tokens = reinterpret_cast<int32_t*>(scratch.data + out_offset);
+  auto* device_tokens = reinterpret_cast<int32_t*>(data + out_offset);
   auto* device_log_probs =
       reinterpret_cast<float*>(device_tokens + static_cast<size_t>(rows) * max_k);
-  TopKKernel<<<rows, kThreads, 0, Stream()>>>(
-      logits, vocab, reinterpret_cast<const int32_t*>(scratch.data),
-      reinterpret_cast<const uint8_t*>(scratch.data + ban_offset), pad, eos, max_k, device_tokens,
-      device_log_probs);
+  TopKKernel<<<rows, kThreads, 0, Stream()>>>(logits, vocab, reinterpret_cast<const int32_t*>(data),
+                                              reinterpret_cast<const uint8_t*>(data + ban_offset),
+                                              pad, eos, max_k, device_tokens, device_log_probs);
   if (Check(cudaGetLastError(), "top_k kernel")) return 1;
   const size_t n = static_cast<size_t>(rows) * max_k;
   if (Check(cudaMemcpyAsync(tokens, device_tokens, sizeof(int32_t) * n, cudaMemcpyDeviceToHost,
