@@ -154,14 +154,15 @@ struct TranserveServer::Impl {
     return absl::NotFoundError(absl::StrCat("unknown model '", name,
                                             "'; this server serves: ", absl::StrJoin(names, ", ")));
   }
+  // An admitted request, kept by its reactor for as long as the call runs.
+  struct Admission {
+    ServedModel* model = nullptr;
+    PreparedRequest prepared;  // options, tokenized texts (token counts, alignments), ...
+    absl::Time deadline = absl::InfiniteFuture();
+  };
   // What a translation call must pass before anything is queued: token, model, request limits
   // (tokenizing on this gRPC thread), deadline. `model_name` is set as soon as the model is
   // known, so a rejected request is still counted under it.
-  struct Admission {
-    ServedModel* model;
-    PreparedRequest prepared;
-    absl::Time deadline;
-  };
   absl::StatusOr<Admission> Admit(const grpc::CallbackServerContext* ctx,
                                   const v1::TranslateRequest& request, std::string* model_name) {
     if (auto s = Authenticate(ctx); !s.ok()) return s;
@@ -233,20 +234,15 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
   void Begin() {
     auto admission = impl_->Admit(ctx_, *req_, &model_name_);
     if (!admission.ok()) return Fail(admission.status());
-    model_ = admission->model;
-    auto* prepared = &admission->prepared;
-    const absl::Time deadline = deadline_ = admission->deadline;
-    return_scores_ = prepared->return_scores;
-    num_hypotheses_ = prepared->options.num_hypotheses;
-    source_tokens_ = prepared->source_tokens;
-    const size_t n = prepared->sources.size();
+    admitted_ = *std::move(admission);
+    const size_t n = admitted_.prepared.sources.size();
     results_.resize(n);
     remaining_ = n;
     auto jobs = MakeJobs(
-        *prepared, deadline, [this] { return cancelled_.load() || aborted_.load(); },
+        admitted_.prepared, admitted_.deadline,
+        [this] { return cancelled_.load() || aborted_.load(); },
         [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); }, {});
-    sources_ = std::move(prepared->sources);
-    if (auto s = model_->scheduler->Submit(std::move(jobs)); !s.ok()) return Fail(s);
+    if (auto s = admitted_.model->scheduler->Submit(std::move(jobs)); !s.ok()) return Fail(s);
   }
 
   void OnSentence(size_t i, absl::StatusOr<SearchResult> r) {
@@ -256,7 +252,7 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
       if (r.ok()) {
         results_[i] = *std::move(r);
       } else if (status_.ok()) {
-        status_ = SentenceError(r.status(), deadline_);
+        status_ = SentenceError(r.status(), admitted_.deadline);
         aborted_.store(true);  // the other sentences of this request leave at the next step
       }
       last = --remaining_ == 0;
@@ -268,11 +264,12 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
     if (!status_.ok()) return Fail(status_);
     int64_t generated = 0;
     for (size_t i = 0; i < results_.size(); ++i) {
-      FillTranslation(*model_->translator, sources_[i], results_[i], return_scores_,
-                      num_hypotheses_, resp_->add_translations(), &generated);
+      FillTranslation(*admitted_.model->translator, admitted_.prepared.sources[i], results_[i],
+                      admitted_.prepared.return_scores, admitted_.prepared.options.num_hypotheses,
+                      resp_->add_translations(), &generated);
     }
-    resp_->set_model(model_->name);
-    model_->metrics->AddTokens(source_tokens_, generated);
+    resp_->set_model(admitted_.model->name);
+    admitted_.model->metrics->AddTokens(admitted_.prepared.source_tokens, generated);
     FinishWith(grpc::Status::OK);
   }
 
@@ -291,17 +288,12 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
   const v1::TranslateRequest* const req_ = &request_;
   v1::TranslateResponse* const resp_;
   const absl::Time start_;
-  ServedModel* model_ = nullptr;
   std::string model_name_ = "";
-  bool return_scores_ = false;
-  int num_hypotheses_ = 1;
-  int64_t source_tokens_ = 0;
-  absl::Time deadline_ = absl::InfiniteFuture();
+  Impl::Admission admitted_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> aborted_{false};
   absl::Mutex mu_;
   std::vector<SearchResult> results_;
-  std::vector<std::vector<int32_t>> sources_;  // tokenized texts: token counts, alignments
   size_t remaining_ = 0;
   absl::Status status_;
 };
@@ -348,29 +340,24 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
   void Begin() {
     auto admission = impl_->Admit(ctx_, *req_, &model_name_);
     if (!admission.ok()) return FailNow(admission.status());
-    model_ = admission->model;
-    auto* prepared = &admission->prepared;
-    const absl::Time deadline = deadline_ = admission->deadline;
-    return_scores_ = prepared->return_scores;
-    num_hypotheses_ = prepared->options.num_hypotheses;
-    source_tokens_ = prepared->source_tokens;
-    const bool partials = prepared->options.beam_size == 1;
-    const size_t n = prepared->sources.size();
+    admitted_ = *std::move(admission);
+    const bool partials = admitted_.prepared.options.beam_size == 1;
+    const size_t n = admitted_.prepared.sources.size();
     sent_.resize(n);
     remaining_ = n;
     std::function<void(size_t, const std::vector<int32_t>&)> progress;
     if (partials)
       progress = [this](size_t i, const std::vector<int32_t>& ids) { OnProgress(i, ids); };
     auto jobs = MakeJobs(
-        *prepared, deadline, [this] { return cancelled_.load() || aborted_.load(); },
+        admitted_.prepared, admitted_.deadline,
+        [this] { return cancelled_.load() || aborted_.load(); },
         [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); },
         progress);
-    sources_ = std::move(prepared->sources);
-    if (auto s = model_->scheduler->Submit(std::move(jobs)); !s.ok()) return FailNow(s);
+    if (auto s = admitted_.model->scheduler->Submit(std::move(jobs)); !s.ok()) return FailNow(s);
   }
 
   void OnProgress(size_t i, const std::vector<int32_t>& ids) {
-    std::string text = model_->translator->Detokenize(ids);
+    std::string text = admitted_.model->translator->Detokenize(ids);
     v1::TranslateStreamResponse msg;
     {
       absl::MutexLock lock(&mu_);
@@ -379,7 +366,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
       if (text.size() <= sent.size() || !absl::StartsWith(text, sent)) return;
       msg.set_index(static_cast<int32_t>(i));
       msg.set_text_delta(text.substr(sent.size()));
-      msg.set_model(model_->name);
+      msg.set_model(admitted_.model->name);
       sent = std::move(text);
     }
     Enqueue(std::move(msg));
@@ -391,18 +378,19 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
     if (r.ok()) {
       v1::TranslateStreamResponse m;
       int64_t generated = 0;
-      FillTranslation(*model_->translator, sources_[i], *r, return_scores_, num_hypotheses_,
+      FillTranslation(*admitted_.model->translator, admitted_.prepared.sources[i], *r,
+                      admitted_.prepared.return_scores, admitted_.prepared.options.num_hypotheses,
                       m.mutable_translation(), &generated);
       m.set_index(static_cast<int32_t>(i));
       m.set_done(true);
-      m.set_model(model_->name);
+      m.set_model(admitted_.model->name);
       generated_.fetch_add(generated);
       msg = std::move(m);
     }
     {
       absl::MutexLock lock(&mu_);
       if (!r.ok() && status_.ok()) {
-        status_ = SentenceError(r.status(), deadline_);
+        status_ = SentenceError(r.status(), admitted_.deadline);
         aborted_.store(true);
       }
       if (msg.has_value()) {
@@ -457,7 +445,8 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
       absl::MutexLock lock(&mu_);
       s = status_;
     }
-    if (s.ok()) model_->metrics->AddTokens(source_tokens_, generated_.load());
+    if (s.ok())
+      admitted_.model->metrics->AddTokens(admitted_.prepared.source_tokens, generated_.load());
     FailNow(s);
   }
   void FailNow(const absl::Status& s) {
@@ -471,14 +460,9 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
   const v1::TranslateRequest request_;
   const v1::TranslateRequest* const req_ = &request_;
   const absl::Time start_;
-  ServedModel* model_ = nullptr;
   std::string model_name_ = "";
-  bool return_scores_ = false;
-  int num_hypotheses_ = 1;
-  int64_t source_tokens_ = 0;
-  std::vector<std::vector<int32_t>> sources_;  // tokenized texts: token counts, alignments
+  Impl::Admission admitted_;
   std::atomic<int64_t> generated_{0};
-  absl::Time deadline_ = absl::InfiniteFuture();
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> aborted_{false};
   absl::Mutex mu_;
