@@ -21,7 +21,6 @@ TEST(CudaPlugin, FoundWhenBuiltAndExplainsItself) {
   EXPECT_NE(probe.detail.find("not found"), std::string::npos) << probe.detail;
 #endif
   EXPECT_FALSE(probe.detail.empty());
-  EXPECT_GE(probe.devices, 0);
 }
 
 TEST(CudaPlugin, AutoTakesTheGpuWhenUsableElseCudaIsRefusedWithTheReason) {
