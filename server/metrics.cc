@@ -51,6 +51,7 @@ struct ServerMetrics::Families {
   prometheus::Family<prometheus::Gauge>* active_rows;
   prometheus::Family<prometheus::Gauge>* queue_depth;
   prometheus::Family<prometheus::Gauge>* kv_cache_bytes;
+  prometheus::Family<prometheus::Gauge>* kv_cache_capacity;
   prometheus::Family<prometheus::Gauge>* model_info;
 };
 
@@ -98,6 +99,8 @@ ServerMetrics::ServerMetrics()
   f.active_rows = gauge("transerve_active_rows", "Decoder rows (hypotheses) being decoded");
   f.queue_depth = gauge("transerve_queue_depth", "Sentences waiting for admission");
   f.kv_cache_bytes = gauge("transerve_kv_cache_bytes", "KV cache memory in use, in bytes");
+  f.kv_cache_capacity = gauge("transerve_kv_cache_capacity_bytes",
+                              "KV cache pool size (--kv_cache_mb), in bytes; 0 = unbounded");
   f.model_info = gauge("transerve_model_info", "Served models (value 1), with device and dtype");
 }
 
@@ -119,7 +122,8 @@ int ServerMetrics::Expose(const std::string& address) {
 ServerMetrics::ModelMetrics* ServerMetrics::AddModel(const std::string& model,
                                                      const std::string& device,
                                                      const std::string& dtype,
-                                                     const std::string& architecture) {
+                                                     const std::string& architecture,
+                                                     int64_t kv_cache_capacity_bytes) {
   Families& f = *families_;
   const prometheus::Labels l{{"model", model}};
   auto m = std::make_unique<ModelMetrics>();
@@ -140,6 +144,7 @@ ServerMetrics::ModelMetrics* ServerMetrics::AddModel(const std::string& model,
   m->active_rows_ = &f.active_rows->Add(l);
   m->queue_depth_ = &f.queue_depth->Add(l);
   m->kv_cache_bytes_ = &f.kv_cache_bytes->Add(l);
+  f.kv_cache_capacity->Add(l).Set(static_cast<double>(kv_cache_capacity_bytes));
   f.model_info
       ->Add(
           {{"model", model}, {"device", device}, {"dtype", dtype}, {"architecture", architecture}})

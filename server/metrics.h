@@ -3,6 +3,7 @@
 // Scheduler::Observer that feeds its batch, step, queue-wait and first-token histograms.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,9 +33,11 @@ class ServerMetrics {
   // Serves /metrics on `address` ("0.0.0.0:9464"). Returns the bound port, or -1 on failure.
   int Expose(const std::string& address);
 
-  // Registers a model: its info gauge and the observer to hand to its scheduler.
+  // Registers a model: its info and KV-capacity gauges (capacity 0 = unbounded) and the observer
+  // to hand to its scheduler.
   ModelMetrics* AddModel(const std::string& model, const std::string& device,
-                         const std::string& dtype, const std::string& architecture);
+                         const std::string& dtype, const std::string& architecture,
+                         int64_t kv_cache_capacity_bytes);
 
   // One finished RPC.
   void RecordRequest(const std::string& method, const std::string& code, const std::string& model,

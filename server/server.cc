@@ -674,7 +674,8 @@ absl::Status TranserveServer::LoadModels() {
     m->info.set_max_source_tokens(static_cast<int32_t>(
         std::min<int64_t>(c.max_position_embeddings, impl.config.limits.max_source_tokens)));
     m->info.set_is_default(models.empty());
-    m->metrics = impl.metrics.AddModel(m->name, device, m->translator->dtype(), arch);
+    m->metrics = impl.metrics.AddModel(m->name, device, m->translator->dtype(), arch,
+                                       impl.config.kv_cache_bytes);
     SchedulerOptions sopts = impl.config.scheduler;
     sopts.kv_cache_max_bytes = impl.config.kv_cache_bytes;
     m->scheduler = std::make_unique<Scheduler>(m->translator.get(), sopts);
@@ -697,10 +698,19 @@ void TranserveServer::Drain(absl::Duration timeout) {
   if (impl.drained.exchange(true)) return;
   const absl::Time deadline = absl::Now() + timeout;
   impl.draining.store(true);
+  // Health first (watchers and probes learn it), then gRPC's own shutdown at once: it closes the
+  // listener and sends GOAWAY, so a load balancer's next call fails to connect or is refused
+  // before it reaches us — an error it can retry on another replica — instead of being accepted
+  // and answered UNAVAILABLE. Calls already running are left to finish; its deadline comes after
+  // ours so that every remaining call is answered by the schedulers below, not cancelled.
+  std::thread shutdown;
   if (impl.server) {
     auto* health = impl.server->GetHealthCheckService();
     health->SetServingStatus("", false);
     health->SetServingStatus(kServiceName, false);
+    shutdown = std::thread([&impl, deadline] {
+      impl.server->Shutdown(absl::ToChronoTime(deadline + absl::Seconds(1)));
+    });
   }
   {
     absl::MutexLock lock(&impl.mu);
@@ -713,8 +723,8 @@ void TranserveServer::Drain(absl::Duration timeout) {
       m->scheduler->Shutdown(std::max(absl::ZeroDuration(), deadline - absl::Now()));
     }
   }
-  if (impl.server) {
-    impl.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  if (shutdown.joinable()) {
+    shutdown.join();
     impl.server->Wait();
   }
   impl.stop_stats.store(true);

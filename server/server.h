@@ -47,8 +47,9 @@ class TranserveServer {
   // Loads and warms up every model, starts their schedulers, then health goes SERVING.
   absl::Status LoadModels();
 
-  // Health NOT_SERVING, new calls UNAVAILABLE, in-flight calls finish within `timeout` (the rest
-  // are answered UNAVAILABLE), then the server stops. Idempotent.
+  // Health NOT_SERVING, then the listener closes and new calls are refused by gRPC (a load
+  // balancer retries them elsewhere); in-flight calls finish within `timeout` (the rest are
+  // answered UNAVAILABLE), then the server stops. Idempotent.
   void Drain(absl::Duration timeout);
 
   int port() const;

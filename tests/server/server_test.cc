@@ -481,7 +481,8 @@ TEST(ServerLifecycleTest, HealthDuringStartUpAndDrain) {
   EXPECT_EQ(CheckHealth(channel.get(), ""), HS::SERVING);
   EXPECT_EQ(CheckHealth(channel.get(), "transerve.v1.Translator"), HS::SERVING);
 
-  // A long request in flight while the server drains: it completes; new calls are refused.
+  // A long request in flight while the server drains: it completes; health stops saying SERVING
+  // and new calls, on the open channel or on a new connection, are refused with UNAVAILABLE.
   std::atomic<bool> long_done{false};
   grpc::Status long_status;
   v1::TranslateResponse long_resp;
@@ -493,20 +494,27 @@ TEST(ServerLifecycleTest, HealthDuringStartUpAndDrain) {
   std::thread drainer([&] { server->Drain(absl::Seconds(60)); });
   bool saw_not_serving = false;
   bool saw_unavailable = false;
-  while (!long_done.load() && !(saw_not_serving && saw_unavailable)) {
-    grpc::Status hs;
-    if (CheckHealth(channel.get(), "transerve.v1.Translator", &hs) == HS::NOT_SERVING) {
-      saw_not_serving = true;
+  bool saw_refused_connection = false;
+  while (!long_done.load() && !(saw_not_serving && saw_unavailable && saw_refused_connection)) {
+    if (!saw_not_serving) {
+      saw_not_serving = CheckHealth(channel.get(), "transerve.v1.Translator") != HS::SERVING;
+      continue;
     }
-    if (saw_not_serving && !saw_unavailable) {
+    if (!saw_unavailable) {
       saw_unavailable =
           Call(stub.get(), Request({"hello"}, 1, 8), &resp).error_code() == StatusCode::UNAVAILABLE;
+    }
+    if (!saw_refused_connection) {
+      auto fresh = v1::Translator::NewStub(Connect(*server));
+      saw_refused_connection = Call(fresh.get(), Request({"hello"}, 1, 8), &resp).error_code() ==
+                               StatusCode::UNAVAILABLE;
     }
   }
   in_flight.join();
   drainer.join();
   EXPECT_TRUE(saw_not_serving) << "the in-flight request ended before health could be seen";
   EXPECT_TRUE(saw_unavailable);
+  EXPECT_TRUE(saw_refused_connection);
   EXPECT_TRUE(long_status.ok()) << long_status.error_message();
   EXPECT_EQ(long_resp.translations_size(), 64);
 }
@@ -586,6 +594,7 @@ TEST(ServerCancelTest, CancelledCallIsAnsweredCancelledAndFreesTheBatch) {
 
 TEST(ServerMetricsTest, CountsMatchRequests) {
   ServerConfig c = BaseConfig();
+  c.kv_cache_bytes = int64_t{3} << 20;
   auto server = StartServer(c);
   ASSERT_NE(server, nullptr);
   auto stub = v1::Translator::NewStub(Connect(*server));
@@ -629,6 +638,7 @@ TEST(ServerMetricsTest, CountsMatchRequests) {
   EXPECT_NE(text.find("transerve_queue_wait_seconds_bucket"), std::string::npos);
   EXPECT_NE(text.find("transerve_time_to_first_token_seconds_bucket"), std::string::npos);
   EXPECT_NE(text.find("transerve_kv_cache_bytes{model=\"model\"}"), std::string::npos);
+  EXPECT_EQ(Sample(text, R"(transerve_kv_cache_capacity_bytes{model="model"})"), 3 << 20);
   EXPECT_NE(text.find("transerve_queue_depth{model=\"model\"}"), std::string::npos);
   EXPECT_NE(text.find("transerve_active_sequences{model=\"model\"}"), std::string::npos);
   EXPECT_NE(text.find("transerve_batch_padding_ratio_bucket"), std::string::npos);
