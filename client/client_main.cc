@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "client/channel.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "transerve/v1/translator.grpc.pb.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051", "Server address HOST:PORT");
@@ -38,6 +39,11 @@ ABSL_FLAG(std::string, tls_ca, "", "PEM root certificates for --tls (default: th
 ABSL_FLAG(std::string, auth_token, "",
           "Bearer token for servers started with --auth_token (default: $TRANSERVE_AUTH_TOKEN)");
 ABSL_FLAG(bool, list_models, false, "Print the server's models and exit");
+ABSL_FLAG(bool, health, false,
+          "Ask the grpc.health.v1 service, print its answer and exit 0 only if SERVING (for "
+          "container health checks; --timeout defaults to 5 s here)");
+ABSL_FLAG(std::string, health_service, "",
+          "Service name for --health: empty (the whole server) or transerve.v1.Translator");
 
 namespace transerve {
 namespace {
@@ -164,6 +170,24 @@ int ListModels(v1::Translator::Stub* stub) {
   return 0;
 }
 
+// --health: 0 when SERVING, 1 for NOT_SERVING or any RPC error (both printed).
+int CheckHealth(const std::shared_ptr<grpc::Channel>& channel) {
+  using grpc::health::v1::HealthCheckResponse;
+  auto stub = grpc::health::v1::Health::NewStub(channel);
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  if (absl::GetFlag(FLAGS_timeout) <= 0) {
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  }
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service(absl::GetFlag(FLAGS_health_service));
+  HealthCheckResponse resp;
+  grpc::Status s = stub->Check(&ctx, req, &resp);
+  if (!s.ok()) return ReportError(s);
+  std::cout << HealthCheckResponse::ServingStatus_Name(resp.status()) << "\n";
+  return resp.status() == HealthCheckResponse::SERVING ? 0 : 1;
+}
+
 int Run(const std::vector<char*>& positional) {
   auto channel = MakeChannel({.target = absl::GetFlag(FLAGS_target),
                               .tls = absl::GetFlag(FLAGS_tls),
@@ -172,6 +196,7 @@ int Run(const std::vector<char*>& positional) {
     std::cerr << "transerve-client: " << channel.status().message() << "\n";
     return 2;
   }
+  if (absl::GetFlag(FLAGS_health)) return CheckHealth(*channel);
   auto stub = v1::Translator::NewStub(*channel);
   if (absl::GetFlag(FLAGS_list_models)) return ListModels(stub.get());
   auto translate = [&](const std::vector<std::string>& texts) {
@@ -205,7 +230,8 @@ int main(int argc, char** argv) {
       "Translates with a transerve server; one translation per line, in input order.\n"
       "  transerve-client --target=HOST:PORT [--model=NAME] [--beam_size=N] [--stream]\n"
       "                   [--show_scores] [--show_alignment] TEXT...   (or lines on stdin)\n"
-      "  transerve-client --target=HOST:PORT --list_models");
+      "  transerve-client --target=HOST:PORT --list_models\n"
+      "  transerve-client --target=HOST:PORT --health [--health_service=NAME]");
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = [](absl::string_view) { return true; };
   absl::SetFlagsUsageConfig(usage);

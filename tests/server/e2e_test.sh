@@ -67,6 +67,17 @@ TRANSERVE_AUTH_TOKEN=abc "$bin/transerve-client" --target="$target" --max_length
   || fail "client with a token"
 "$bin/transerve-client" --target="$target" --list_models | grep -q '^model (default)' \
   || fail "list_models"
+# --health: SERVING exits 0; an unknown service and an unreachable server exit non-zero.
+[ "$("$bin/transerve-client" --target="$target" --health)" = SERVING ] || fail "--health"
+[ "$("$bin/transerve-client" --target="$target" --health \
+  --health_service=transerve.v1.Translator)" = SERVING ] || fail "--health Translator"
+if "$bin/transerve-client" --target="$target" --health --health_service=nope 2>"$work/err"; then
+  fail "--health of an unknown service should fail"
+fi
+grep -q NOT_FOUND "$work/err" || fail "--health unknown service: $(cat "$work/err")"
+if "$bin/transerve-client" --target=127.0.0.1:1 --health --timeout=2 2>/dev/null; then
+  fail "--health of a closed port should fail"
+fi
 
 url="http://127.0.0.1:$metrics_port/metrics"
 if command -v curl >/dev/null; then
