@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # README's first command: installs what is missing, builds Release, then runs transerve-server in
-# the foreground on models/en-de-small (port 50051, metrics on 9464). Until that model exists,
-# it serves a RANDOM model generated into build/ (its output is gibberish) and says so.
+# the foreground on models/en-de-small, the shipped default model (port 50051, metrics on 9464).
 # Extra arguments go to transerve-server, e.g. ./scripts/serve.sh --batching=static
 # PORT and METRICS_PORT override the ports.
 set -euo pipefail
@@ -15,15 +14,8 @@ port="${PORT:-50051}"
 metrics_port="${METRICS_PORT:-9464}"
 model="models/en-de-small"
 if [ ! -f "$model/config.json" ]; then
-  model="build/random-marian"
-  if [ ! -f "$model/config.json" ]; then
-    echo "serve: $model: generating a random model (tools/reference/make_random_model.py)"
-    /usr/bin/python3 tools/reference/make_random_model.py --out "$model" --d_model 64 \
-      --encoder_layers 2 --decoder_layers 3 --heads 4 --ffn 128 --spm_vocab_size 250 \
-      --max_position_embeddings 256 --activation swish --dtype f32 --seed 1
-  fi
-  echo "serve: WARNING: models/en-de-small does not exist yet; serving a RANDOM model ($model)."
-  echo "serve:          Its translations are meaningless; it only shows that the server works."
+  echo "serve: $model is missing: this checkout is incomplete (the model is in the repository)" >&2
+  exit 1
 fi
 name="$(basename "$model")"
 
