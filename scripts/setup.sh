@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package transerve needs to build and test; with --bench, also what the
-# benchmark suite needs (bench/run.sh: plots).
+# benchmark suite needs (bench/run.sh: plots); with --build-only, only what the C++ build needs
+# (the Dockerfile's build stage).
 # Idempotent: installs only what is missing, and runs `apt-get update` only when it must.
 set -euo pipefail
 
@@ -17,11 +18,19 @@ TOOL_PACKAGES=(
   python3 python3-torch python3-numpy python3-sentencepiece sentencepiece
 )
 
+# The deployment tests (tests/deploy): nginx as the gRPC load balancer, the compose file's
+# validator (docker-compose v1 reads it; no Docker engine needed), YAML for the k8s checks.
+DEPLOY_TEST_PACKAGES=(nginx docker-compose python3-yaml gettext-base)
 # Benchmark suite only: the plots.
 BENCH_PACKAGES=(python3-matplotlib)
 
-WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}")
-if [ "${1:-}" = "--bench" ]; then WANTED+=("${BENCH_PACKAGES[@]}"); fi
+case "${1:-}" in
+  --build-only) WANTED=("${BUILD_PACKAGES[@]}") ;;
+  --bench) WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}" "${DEPLOY_TEST_PACKAGES[@]}"
+                   "${BENCH_PACKAGES[@]}") ;;
+  "") WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}" "${DEPLOY_TEST_PACKAGES[@]}") ;;
+  *) echo "usage: setup.sh [--build-only | --bench]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${WANTED[@]}"; do

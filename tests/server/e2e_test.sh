@@ -15,6 +15,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# shellcheck source=../testing/server_log.sh
+. "$src/tests/testing/server_log.sh"
 fail() {
   echo "e2e: FAIL: $*" >&2
   for log in "$work"/*.log; do echo "--- $log" >&2; cat "$log" >&2; done
@@ -30,14 +32,9 @@ rc=0
 "$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=0 \
   --num_threads=1 --drain_timeout=10s >"$work/server.log" 2>&1 &
 server_pid=$!
-for _ in $(seq 1 600); do
-  grep -q "serving:" "$work/server.log" && break
-  kill -0 "$server_pid" 2>/dev/null || fail "server exited during start-up"
-  sleep 0.1
-done
-grep -q "serving:" "$work/server.log" || fail "server not serving after 60 s"
-port="$(sed -n 's/.*serving: .* port=\([0-9]*\) metrics_port=.*/\1/p' "$work/server.log")"
-metrics_port="$(sed -n 's/.*serving: .* metrics_port=\([0-9]*\) .*/\1/p' "$work/server.log")"
+wait_serving "$work/server.log" "$server_pid"
+port="$SERVING_PORT"
+metrics_port="$SERVING_METRICS_PORT"
 target="127.0.0.1:$port"
 echo "e2e: server on $target, metrics on $metrics_port"
 
@@ -115,12 +112,8 @@ if command -v openssl >/dev/null; then
     --num_threads=1 --tls_cert="$work/cert.pem" --tls_key="$work/key.pem" \
     >"$work/tls.log" 2>&1 &
   server_pid=$!
-  for _ in $(seq 1 600); do
-    grep -q "serving:" "$work/tls.log" && break
-    kill -0 "$server_pid" 2>/dev/null || fail "TLS server exited during start-up"
-    sleep 0.1
-  done
-  port="$(sed -n 's/.*serving: .* port=\([0-9]*\) metrics_port=.*/\1/p' "$work/tls.log")"
+  wait_serving "$work/tls.log" "$server_pid"
+  port="$SERVING_PORT"
   TRANSERVE_AUTH_TOKEN=tok "$bin/transerve-client" --target="localhost:$port" --tls \
     --tls_ca="$work/cert.pem" --beam_size=1 --max_length=32 < "$work/in.txt" > "$work/tls.1" \
     || fail "TLS client"
