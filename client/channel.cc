@@ -8,16 +8,40 @@
 
 namespace transerve {
 
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const ChannelOptions& options) {
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  if (!options.tls && (!options.tls_ca_file.empty() || !options.tls_cert_file.empty())) {
+    return absl::InvalidArgumentError("--tls_ca, --tls_cert and --tls_key need --tls");
+  }
   if (options.tls) {
     grpc::SslCredentialsOptions ssl;
     if (!options.tls_ca_file.empty()) {
-      std::ifstream in(options.tls_ca_file, std::ios::binary);
-      if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", options.tls_ca_file));
-      std::ostringstream pem;
-      pem << in.rdbuf();
-      ssl.pem_root_certs = pem.str();
+      auto roots = ReadFile(options.tls_ca_file);
+      if (!roots.ok()) return roots.status();
+      ssl.pem_root_certs = *roots;
+    }
+    if (!options.tls_cert_file.empty()) {
+      auto cert = ReadFile(options.tls_cert_file);
+      if (!cert.ok()) return cert.status();
+      auto key = ReadFile(options.tls_key_file);
+      if (!key.ok()) return key.status();
+      ssl.pem_cert_chain = *cert;
+      ssl.pem_private_key = *key;
     }
     credentials = grpc::SslCredentials(ssl);
   }

@@ -36,6 +36,8 @@ ABSL_FLAG(int, batch_size, 32, "Texts per request when reading stdin");
 ABSL_FLAG(double, timeout, 0, "Deadline per request in seconds; 0 = none");
 ABSL_FLAG(bool, tls, false, "Connect with TLS");
 ABSL_FLAG(std::string, tls_ca, "", "PEM root certificates for --tls (default: the system's)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate chain, for mutual TLS (with --tls)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, auth_token, "",
           "Bearer token for servers started with --auth_token (default: $TRANSERVE_AUTH_TOKEN)");
 ABSL_FLAG(bool, list_models, false, "Print the server's models and exit");
@@ -191,7 +193,9 @@ int CheckHealth(const std::shared_ptr<grpc::Channel>& channel) {
 int Run(const std::vector<char*>& positional) {
   auto channel = MakeChannel({.target = absl::GetFlag(FLAGS_target),
                               .tls = absl::GetFlag(FLAGS_tls),
-                              .tls_ca_file = absl::GetFlag(FLAGS_tls_ca)});
+                              .tls_ca_file = absl::GetFlag(FLAGS_tls_ca),
+                              .tls_cert_file = absl::GetFlag(FLAGS_tls_cert),
+                              .tls_key_file = absl::GetFlag(FLAGS_tls_key)});
   if (!channel.ok()) {
     std::cerr << "transerve-client: " << channel.status().message() << "\n";
     return 2;

@@ -46,6 +46,8 @@ ABSL_FLAG(int64_t, max_outstanding, 100000, "Open loop: most calls in flight");
 ABSL_FLAG(std::string, json, "", "Write the report (a sweep: every run) as JSON here");
 ABSL_FLAG(bool, tls, false, "Connect with TLS");
 ABSL_FLAG(std::string, tls_ca, "", "PEM root certificates for --tls (default: the system's)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate chain, for mutual TLS (with --tls)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, auth_token, "",
           "Bearer token for servers started with --auth_token (default: $TRANSERVE_AUTH_TOKEN)");
 
@@ -144,6 +146,8 @@ int Run() {
       auto channel = MakeChannel({.target = absl::GetFlag(FLAGS_target),
                                   .tls = absl::GetFlag(FLAGS_tls),
                                   .tls_ca_file = absl::GetFlag(FLAGS_tls_ca),
+                                  .tls_cert_file = absl::GetFlag(FLAGS_tls_cert),
+                                  .tls_key_file = absl::GetFlag(FLAGS_tls_key),
                                   .connection_index = c});
       if (!channel.ok()) return Fail(std::string(channel.status().message()));
       channels.push_back(*std::move(channel));

@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "model/core/logging.h"
+#include "server/auth.h"
 #include "server/metrics.h"
 #include "transerve/internal/lenient_request.pb.h"
 #include "transerve/v1/translator.grpc.pb.h"
@@ -130,13 +131,15 @@ struct TranserveServer::Impl {
     absl::MutexLock lock(&mu);
     --in_flight;
   }
-  // UNAUTHENTICATED unless the call carries the configured bearer token (when one is set).
+  // UNAUTHENTICATED unless the call carries one of the configured bearer tokens (if any).
   absl::Status Authenticate(const grpc::CallbackServerContext* ctx) const {
-    if (config.auth_token.empty()) return absl::OkStatus();
+    if (config.auth_tokens.empty()) return absl::OkStatus();
     const auto& md = ctx->client_metadata();
     const auto it = md.find("authorization");
-    const std::string expected = "Bearer " + config.auth_token;
-    if (it == md.end() || std::string_view(it->second.data(), it->second.size()) != expected) {
+    const std::string_view presented = it == md.end()
+                                           ? std::string_view()
+                                           : std::string_view(it->second.data(), it->second.size());
+    if (!BearerTokenAccepted(presented, config.auth_tokens)) {
       return absl::UnauthenticatedError("missing or wrong bearer token (authorization metadata)");
     }
     return absl::OkStatus();
@@ -547,7 +550,12 @@ absl::StatusOr<std::string> ReadPem(const std::string& path) {
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerConfig& c) {
-  if (c.tls_cert_file.empty() && c.tls_key_file.empty()) return grpc::InsecureServerCredentials();
+  if (c.tls_cert_file.empty() && c.tls_key_file.empty()) {
+    if (!c.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError("--tls_client_ca needs --tls_cert and --tls_key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
   if (c.tls_cert_file.empty() || c.tls_key_file.empty()) {
     return absl::InvalidArgumentError("TLS needs both --tls_cert and --tls_key");
   }
@@ -557,6 +565,12 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
   if (!key.ok()) return key.status();
   grpc::SslServerCredentialsOptions options;
   options.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!c.tls_client_ca_file.empty()) {
+    auto ca = ReadPem(c.tls_client_ca_file);
+    if (!ca.ok()) return ca.status();
+    options.pem_root_certs = *ca;
+    options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
   return grpc::SslServerCredentials(options);
 }
 
@@ -760,7 +774,11 @@ std::string TranserveServer::Summary() const {
                       " kv_cache_bytes=", impl.config.kv_cache_bytes,
                       " limits: texts=", l.max_texts, " chars=", l.max_text_chars,
                       " source_tokens=", l.max_source_tokens, " beam=", l.max_beam_size,
-                      " max_length=", l.max_length);
+                      " max_length=", l.max_length, " tls=",
+                      impl.config.tls_cert_file.empty()        ? "off"
+                      : impl.config.tls_client_ca_file.empty() ? "on"
+                                                               : "mutual",
+                      " auth_tokens=", impl.config.auth_tokens.size());
 }
 
 }  // namespace transerve

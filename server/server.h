@@ -33,9 +33,11 @@ struct ServerConfig {
   // PEM files; both set: TLS instead of plaintext.
   std::string tls_cert_file;
   std::string tls_key_file;
-  // Non-empty: Translator calls must send the metadata "authorization: Bearer <token>", else
-  // UNAUTHENTICATED (health and reflection stay open).
-  std::string auth_token;
+  // PEM roots; set (with TLS): clients must present a certificate they sign (mutual TLS).
+  std::string tls_client_ca_file;
+  // Non-empty: Translator calls must send the metadata "authorization: Bearer <token>" with one
+  // of these, else UNAUTHENTICATED (health and reflection stay open).
+  std::vector<std::string> auth_tokens;
 };
 
 class TranserveServer {

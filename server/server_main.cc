@@ -23,12 +23,15 @@
 #include "absl/strings/str_split.h"
 #include "model/core/logging.h"
 #include "model/ops/blas_kernel.h"
+#include "server/auth.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::vector<std::string>, model_dir, {},
           "Model directory (Hugging Face Marian layout); repeat or give a comma list to serve "
           "several. The name is the directory's base name; the first is the default.");
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on");
+ABSL_FLAG(std::string, metrics_host, "",
+          "Address of the /metrics port; empty = --host (e.g. 127.0.0.1 keeps it private)");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free one)");
 ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 picks a free one, -1 disables)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
@@ -57,6 +60,11 @@ ABSL_FLAG(int, keepalive_timeout_ms, 20000, "gRPC keepalive ping timeout");
 ABSL_FLAG(bool, warmup, true, "Translate one sentence per model before reporting SERVING");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key, serve TLS");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM roots: with TLS, require client certificates they sign (mutual TLS)");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "File of accepted bearer tokens, one per line ('#' comments); Translator calls then "
+          "need 'authorization: Bearer TOKEN' (else UNAUTHENTICATED; health stays open)");
 ABSL_FLAG(std::string, auth_token, "",
           "If set, Translator calls need the metadata 'authorization: Bearer TOKEN' "
           "(else UNAUTHENTICATED); prefer TRANSERVE_AUTH_TOKEN over the command line");
@@ -130,7 +138,9 @@ int Run() {
   const std::string host = absl::GetFlag(FLAGS_host);
   config.address = absl::StrCat(host, ":", absl::GetFlag(FLAGS_port));
   const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
-  config.metrics_address = metrics_port < 0 ? "" : absl::StrCat(host, ":", metrics_port);
+  const std::string metrics_host =
+      absl::GetFlag(FLAGS_metrics_host).empty() ? host : absl::GetFlag(FLAGS_metrics_host);
+  config.metrics_address = metrics_port < 0 ? "" : absl::StrCat(metrics_host, ":", metrics_port);
   config.device = absl::GetFlag(FLAGS_device);
   config.dtype = absl::GetFlag(FLAGS_dtype);
   config.num_threads = absl::GetFlag(FLAGS_num_threads);
@@ -151,7 +161,18 @@ int Run() {
   config.warmup = absl::GetFlag(FLAGS_warmup);
   config.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   config.tls_key_file = absl::GetFlag(FLAGS_tls_key);
-  config.auth_token = absl::GetFlag(FLAGS_auth_token);
+  config.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  if (const std::string file = absl::GetFlag(FLAGS_auth_tokens_file); !file.empty()) {
+    auto tokens = ReadTokensFile(file);
+    if (!tokens.ok()) {
+      std::cerr << "transerve-server: --auth_tokens_file: " << tokens.status().message() << "\n";
+      return 2;
+    }
+    config.auth_tokens = *std::move(tokens);
+  }
+  if (const std::string token = absl::GetFlag(FLAGS_auth_token); !token.empty()) {
+    config.auth_tokens.push_back(token);
+  }
   if (config.scheduler.max_batch_sequences < 1 || config.scheduler.max_batch_tokens < 1 ||
       config.scheduler.max_queue < 1 || config.scheduler.admission_group < 1 ||
       config.scheduler.max_admission_wait_steps < 0 || config.limits.max_texts < 1 ||

@@ -409,7 +409,7 @@ TEST(ServerDeadlineTest, DeadlineExceeded) {
 
 TEST(ServerAuthTest, BearerTokenIsRequiredWhenConfigured) {
   ServerConfig c = BaseConfig();
-  c.auth_token = "s3cret";
+  c.auth_tokens = {"0ther-token", "s3cret"};
   auto server = StartServer(c);
   ASSERT_NE(server, nullptr);
   auto channel = Connect(*server);
@@ -417,13 +417,17 @@ TEST(ServerAuthTest, BearerTokenIsRequiredWhenConfigured) {
   v1::TranslateResponse resp;
   EXPECT_EQ(Call(stub.get(), Request({"hello"}, 1, 8), &resp).error_code(),
             StatusCode::UNAUTHENTICATED);
-  for (const char* token : {"Bearer wrong", "Bearer s3cret"}) {
+  // Each configured token lets a call in; anything else does not.
+  const std::vector<std::pair<std::string, StatusCode>> cases = {
+      {"Bearer wrong", StatusCode::UNAUTHENTICATED},
+      {"Bearer s3cre", StatusCode::UNAUTHENTICATED},
+      {"s3cret", StatusCode::UNAUTHENTICATED},
+      {"Bearer s3cret", StatusCode::OK},
+      {"Bearer 0ther-token", StatusCode::OK}};
+  for (const auto& [token, want] : cases) {
     grpc::ClientContext ctx;
     ctx.AddMetadata("authorization", token);
-    grpc::Status s = stub->Translate(&ctx, Request({"hello"}, 1, 8), &resp);
-    EXPECT_EQ(s.error_code(),
-              std::string(token) == "Bearer s3cret" ? StatusCode::OK : StatusCode::UNAUTHENTICATED)
-        << token;
+    EXPECT_EQ(stub->Translate(&ctx, Request({"hello"}, 1, 8), &resp).error_code(), want) << token;
   }
   // Health stays open for load balancers.
   EXPECT_EQ(CheckHealth(channel.get(), ""), grpc::health::v1::HealthCheckResponse::SERVING);
