@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""Writes the fuzzers' seed corpus into fuzz/corpus/<target>/ (deterministic; committed).
+
+safetensors: small valid files (F32, F16, BF16, scalars, metadata) and the hostile shapes the
+reader must refuse (huge header length, offsets beyond the file, overlapping and gapped tensors,
+size mismatches, NaN weights, bad JSON). spm: texts for the fixture model (first byte 0) and a
+small unigram model trained here with spm_train (first byte 1; identity normalization keeps it
+small: the fixture exercises the charsmap), whole and truncated. request:
+serialized TranslateRequest messages, valid and out of range, hand-encoded in the protobuf wire
+format (Debian's python3-protobuf is not required).
+"""
+import json
+import os
+import struct
+import subprocess
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def safetensors(tensors, metadata=None, header_override=None, length_override=None, tail=b""):
+    header, data = {}, b""
+    for name, (dtype, shape, payload) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape,
+                        "data_offsets": [len(data), len(data) + len(payload)]}
+        data += payload
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    text = header_override if header_override is not None else json.dumps(header).encode()
+    length = length_override if length_override is not None else len(text)
+    return struct.pack("<Q", length) + text + data + tail
+
+
+def safetensors_seeds():
+    f32 = struct.pack("<4f", 1.0, -2.5, 3.25, 0.0)
+    f16 = struct.pack("<4H", 0x3C00, 0xC100, 0x7BFF, 0x0001)
+    bf16 = struct.pack("<2H", 0x3F80, 0xFF80)
+    write("safetensors", "valid_mixed", safetensors(
+        {"a": ("F32", [2, 2], f32), "b": ("F16", [4], f16), "c": ("BF16", [2], bf16)},
+        metadata={"format": "pt"}))
+    write("safetensors", "valid_scalar", safetensors({"s": ("F32", [], f32[:4])}))
+    write("safetensors", "valid_empty_tensor", safetensors({"e": ("F32", [0, 3], b"")}))
+    write("safetensors", "nan_weights", safetensors(
+        {"w": ("F32", [2], struct.pack("<2I", 0x7FC00000, 0x7F800000))}))
+    write("safetensors", "huge_header_length", safetensors(
+        {"a": ("F32", [1], f32[:4])}, length_override=2**63))
+    write("safetensors", "offsets_beyond_file", safetensors(
+        {}, header_override=b'{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}'))
+    write("safetensors", "overlapping", safetensors(
+        {}, header_override=(b'{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},'
+                             b'"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}'),
+        tail=f32[:12]))
+    write("safetensors", "gap", safetensors(
+        {}, header_override=b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}',
+        tail=f32[:8]))
+    write("safetensors", "size_mismatch", safetensors(
+        {}, header_override=b'{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}',
+        tail=f32[:8]))
+    write("safetensors", "shape_overflow", safetensors(
+        {}, header_override=(b'{"a":{"dtype":"F32","shape":[4294967296,4294967296],'
+                             b'"data_offsets":[0,0]}}')))
+    write("safetensors", "bad_json", safetensors({}, header_override=b'{"a":{"dtype":'))
+    write("safetensors", "duplicate_keys", safetensors(
+        {}, header_override=(b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
+                             b'"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'),
+        tail=f32[:4]))
+    write("safetensors", "truncated", safetensors({"a": ("F32", [2, 2], f32)})[:-5])
+
+
+def spm_seeds():
+    for i, text in enumerate(["Hello world.", "The house is small. Das Haus ist klein.",
+                              "caf\u00e9 \u2581\u2581 \t tabs\u3000ideographic", "\xff\xfe bad",
+                              "", "a" * 300, "1234567890 %(file)s <b>markup</b>"]):
+        write("spm", f"text_{i}", b"\x00" + text.encode("utf-8", "surrogateescape"))
+    with tempfile.TemporaryDirectory() as tmp:
+        words = ("the house is small we walk through old city tonight hello world "
+                 "a an of to in on for with").split()
+        with open(os.path.join(tmp, "train.txt"), "w") as f:
+            for i in range(400):
+                f.write(" ".join(words[(i * 7 + j) % len(words)] for j in range(8)) + "\n")
+        subprocess.run(["spm_train", f"--input={tmp}/train.txt", f"--model_prefix={tmp}/m",
+                        "--vocab_size=30", "--model_type=unigram", "--minloglevel=2",
+                        "--hard_vocab_limit=false", "--normalization_rule_name=identity"],
+                       check=True, capture_output=True)
+        with open(os.path.join(tmp, "m.model"), "rb") as f:
+            model = f.read()
+    write("spm", "model_small", b"\x01" + model)
+    write("spm", "model_truncated", b"\x01" + model[: len(model) // 2])
+    write("spm", "model_garbage", b"\x01" + bytes(range(256)))
+
+
+def varint(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def field_bytes(number, payload):
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def field_int(number, value):
+    return varint(number << 3) + varint(value & 0xFFFFFFFFFFFFFFFF)
+
+
+def request(texts, model=b"", options=b""):
+    out = b"".join(field_bytes(1, t) for t in texts)
+    if model:
+        out += field_bytes(2, model)
+    if options:
+        out += field_bytes(3, options)
+    return out
+
+
+def request_seeds():
+    write("request", "one_text", request([b"Hello world."]))
+    write("request", "beam_options", request(
+        [b"The house is small.", b"We walk."],
+        options=field_int(1, 4) + field_int(2, 16) + field_int(4, 2) + field_int(5, 1)))
+    write("request", "empty_text", request([b""]))
+    write("request", "no_texts", request([]))
+    write("request", "invalid_utf8", request([b"ok", b"\xc3\x28 bad"]))
+    write("request", "nul_and_controls", request([b"a\x00b\x01\x7f c"]))
+    write("request", "too_many_texts", request([b"x"] * 20))
+    write("request", "long_text", request([b"word " * 120]))
+    write("request", "negative_options", request(
+        [b"x"], options=field_int(1, -1) + field_int(2, -5) + field_int(7, 99)))
+    write("request", "huge_options", request([b"x"], options=field_int(1, 2**31 - 1)))
+    write("request", "unknown_model", request([b"x"], model=b"nope"))
+    write("request", "truncate_long", request([b"word " * 200], options=field_int(8, 1)))
+
+
+if __name__ == "__main__":
+    safetensors_seeds()
+    spm_seeds()
+    request_seeds()
+    for target in ("safetensors", "spm", "request"):
+        print(target, len(os.listdir(os.path.join(HERE, "corpus", target))), "seeds")
