@@ -21,14 +21,17 @@ TOOL_PACKAGES=(
 # The deployment tests (tests/deploy): nginx as the gRPC load balancer, the compose file's
 # validator (docker-compose v1 reads it; no Docker engine needed), YAML for the k8s checks.
 DEPLOY_TEST_PACKAGES=(nginx docker-compose python3-yaml gettext-base)
+# Fuzzing (scripts/fuzz.sh): clang with libFuzzer and its sanitizer runtimes.
+FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 # Benchmark suite only: the plots.
 BENCH_PACKAGES=(python3-matplotlib)
 
 case "${1:-}" in
   --build-only) WANTED=("${BUILD_PACKAGES[@]}") ;;
   --bench) WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}" "${DEPLOY_TEST_PACKAGES[@]}"
-                   "${BENCH_PACKAGES[@]}") ;;
-  "") WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}" "${DEPLOY_TEST_PACKAGES[@]}") ;;
+                   "${FUZZ_PACKAGES[@]}" "${BENCH_PACKAGES[@]}") ;;
+  "") WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}" "${DEPLOY_TEST_PACKAGES[@]}"
+            "${FUZZ_PACKAGES[@]}") ;;
   *) echo "usage: setup.sh [--build-only | --bench]" >&2; exit 2 ;;
 esac
 

@@ -106,8 +106,9 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> MarianTokenizer::Load(
       return absl::InvalidArgumentError(absl::StrCat(
           "vocabulary ", vocab_path, " has no entry for the special token \"", *token, "\""));
     }
+    const std::string& name = *token;  // clang 14 cannot capture a structured binding
     if (std::none_of(tok->special_tokens_.begin(), tok->special_tokens_.end(),
-                     [&](const auto& t) { return t.first == *token; })) {
+                     [&](const auto& t) { return t.first == name; })) {
       tok->special_tokens_.emplace_back(*token, *id);
     }
   }
