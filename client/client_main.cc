@@ -20,10 +20,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "client/channel.h"
+#include "client/connection_flags.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "transerve/v1/translator.grpc.pb.h"
 
-ABSL_FLAG(std::string, target, "localhost:50051", "Server address HOST:PORT");
 ABSL_FLAG(std::string, model, "", "Model name (ListModels); empty = the server's default");
 ABSL_FLAG(int, beam_size, 0, "Beam size; 1 = greedy; 0 = the model's default");
 ABSL_FLAG(int, max_length, 0, "Most generated tokens per sentence (EOS included); 0 = default");
@@ -34,12 +34,6 @@ ABSL_FLAG(bool, show_alignment, false, "Ask for the alignment and print it after
 ABSL_FLAG(bool, truncate, false, "Let the server truncate sources that are too long");
 ABSL_FLAG(int, batch_size, 32, "Texts per request when reading stdin");
 ABSL_FLAG(double, timeout, 0, "Deadline per request in seconds; 0 = none");
-ABSL_FLAG(bool, tls, false, "Connect with TLS");
-ABSL_FLAG(std::string, tls_ca, "", "PEM root certificates for --tls (default: the system's)");
-ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate chain, for mutual TLS (with --tls)");
-ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
-ABSL_FLAG(std::string, auth_token, "",
-          "Bearer token for servers started with --auth_token (default: $TRANSERVE_AUTH_TOKEN)");
 ABSL_FLAG(bool, list_models, false, "Print the server's models and exit");
 ABSL_FLAG(bool, health, false,
           "Ask the grpc.health.v1 service, print its answer and exit 0 only if SERVING (for "
@@ -58,7 +52,7 @@ int ReportError(const grpc::Status& s) {
 }
 
 void SetDeadline(grpc::ClientContext* ctx) {
-  const std::string token = AuthTokenFromFlagOrEnv(absl::GetFlag(FLAGS_auth_token));
+  const std::string token = AuthTokenFromFlags();
   if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
   const double timeout = absl::GetFlag(FLAGS_timeout);
   if (timeout > 0) {
@@ -191,11 +185,7 @@ int CheckHealth(const std::shared_ptr<grpc::Channel>& channel) {
 }
 
 int Run(const std::vector<char*>& positional) {
-  auto channel = MakeChannel({.target = absl::GetFlag(FLAGS_target),
-                              .tls = absl::GetFlag(FLAGS_tls),
-                              .tls_ca_file = absl::GetFlag(FLAGS_tls_ca),
-                              .tls_cert_file = absl::GetFlag(FLAGS_tls_cert),
-                              .tls_key_file = absl::GetFlag(FLAGS_tls_key)});
+  auto channel = MakeChannel(ChannelOptionsFromFlags());
   if (!channel.ok()) {
     std::cerr << "transerve-client: " << channel.status().message() << "\n";
     return 2;

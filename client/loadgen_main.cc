@@ -18,9 +18,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/channel.h"
+#include "client/connection_flags.h"
 #include "client/loadgen/load_run.h"
 
-ABSL_FLAG(std::string, target, "localhost:50051", "Server address HOST:PORT");
 ABSL_FLAG(std::string, input, "", "Sentences to send, one per line (required)");
 ABSL_FLAG(std::string, order, "sequential", "sequential (wrapping around) or random");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the random order and of the open-loop arrivals");
@@ -44,12 +44,6 @@ ABSL_FLAG(bool, stream, false, "Call TranslateStream (also reports time to first
 ABSL_FLAG(int, connections, 0, "TCP connections to spread calls over; 0 = one per 64 in flight");
 ABSL_FLAG(int64_t, max_outstanding, 100000, "Open loop: most calls in flight");
 ABSL_FLAG(std::string, json, "", "Write the report (a sweep: every run) as JSON here");
-ABSL_FLAG(bool, tls, false, "Connect with TLS");
-ABSL_FLAG(std::string, tls_ca, "", "PEM root certificates for --tls (default: the system's)");
-ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate chain, for mutual TLS (with --tls)");
-ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
-ABSL_FLAG(std::string, auth_token, "",
-          "Bearer token for servers started with --auth_token (default: $TRANSERVE_AUTH_TOKEN)");
 
 namespace transerve {
 namespace {
@@ -118,7 +112,7 @@ int Run() {
   options.deadline = Seconds(absl::GetFlag(FLAGS_deadline));
   options.stream = absl::GetFlag(FLAGS_stream);
   options.max_outstanding = absl::GetFlag(FLAGS_max_outstanding);
-  options.auth_token = AuthTokenFromFlagOrEnv(absl::GetFlag(FLAGS_auth_token));
+  options.auth_token = AuthTokenFromFlags();
 
   // A live progress line on a terminal only.
   const bool terminal = isatty(STDOUT_FILENO) != 0;
@@ -143,12 +137,7 @@ int Run() {
     if (connections <= 0) connections = closed ? (options.concurrency + 63) / 64 : 1;
     std::vector<std::shared_ptr<grpc::Channel>> channels;
     for (int c = 0; c < connections; ++c) {
-      auto channel = MakeChannel({.target = absl::GetFlag(FLAGS_target),
-                                  .tls = absl::GetFlag(FLAGS_tls),
-                                  .tls_ca_file = absl::GetFlag(FLAGS_tls_ca),
-                                  .tls_cert_file = absl::GetFlag(FLAGS_tls_cert),
-                                  .tls_key_file = absl::GetFlag(FLAGS_tls_key),
-                                  .connection_index = c});
+      auto channel = MakeChannel(ChannelOptionsFromFlags(c));
       if (!channel.ok()) return Fail(std::string(channel.status().message()));
       channels.push_back(*std::move(channel));
     }

@@ -44,9 +44,6 @@ out="$("$prefix/bin/transerve-client" --target="127.0.0.1:$port" "The house is s
   || fail "translate"
 [ -n "$out" ] || fail "empty translation"
 echo "stage: the staged default model translates 'The house is small.' -> '$out'"
-kill -TERM "$server_pid"
-rc=0
-wait "$server_pid" || rc=$?
+stop_server "$server_pid" "the server"
 server_pid=""
-[ "$rc" = 0 ] || fail "exit code $rc after SIGTERM"
 echo "stage: OK"

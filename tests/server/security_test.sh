@@ -107,9 +107,6 @@ if curl -sf -m 5 "http://127.0.0.1:$SERVING_METRICS_PORT/metrics" >/dev/null; th
   fail "metrics also answer on --host"
 fi
 
-kill -TERM "$server_pid"
-rc=0
-wait "$server_pid" || rc=$?
+stop_server "$server_pid" "the server"
 server_pid=""
-[ "$rc" = 0 ] || fail "exit code $rc after SIGTERM"
 echo "security: OK"

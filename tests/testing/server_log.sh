@@ -14,3 +14,11 @@ wait_serving() {
   SERVING_PORT="$(sed -n 's/.*serving: .* port=\([0-9]*\) metrics_port=.*/\1/p' "$log")"
   SERVING_METRICS_PORT="$(sed -n 's/.*serving: .* metrics_port=\([0-9]*\) .*/\1/p' "$log")"
 }
+
+# stop_server PID WHAT: SIGTERM, then the server must drain and exit 0 (fails otherwise).
+stop_server() {
+  local pid="$1" what="$2" rc=0
+  kill -TERM "$pid"
+  wait "$pid" || rc=$?
+  [ "$rc" = 0 ] || fail "$what exited $rc after SIGTERM"
+}
