@@ -32,7 +32,8 @@ absl::StatusOr<DecodingOptions> ResolveOptions(const v1::DecodingOptions& reques
   // The server's limits cap the model's defaults too, so a default never exceeds them.
   if (requested.beam_size() == 0) o.beam_size = std::min(o.beam_size, limits.max_beam_size);
   if (requested.max_length() == 0) o.max_length = std::min(o.max_length, limits.max_length);
-  o.min_length = std::min(o.min_length, o.max_length);
+  // A default min_length follows a smaller max_length; an asked one over it is an error below.
+  if (requested.min_length() == 0) o.min_length = std::min(o.min_length, o.max_length);
   if (o.beam_size > limits.max_beam_size) {
     return absl::InvalidArgumentError(absl::StrCat(
         "beam_size ", o.beam_size, " is over this server's limit of ", limits.max_beam_size));

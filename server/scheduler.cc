@@ -127,7 +127,7 @@ void Scheduler::Loop() {
     }
     if (draining && live_.empty() && backlog_.empty()) break;
 
-    DropFinishedByCaller(now);
+    AnswerLeavers(now);
     if (options_.mode == BatchingMode::kContinuous || live_.empty()) {
       Admit(now);
       PublishStats();  // the queue just shrank: Submit may use the room during the step
@@ -138,10 +138,17 @@ void Scheduler::Loop() {
   PublishStats();
 }
 
-void Scheduler::DropFinishedByCaller(absl::Time now) {
-  // Queued jobs: answered without ever being encoded.
+void Scheduler::AnswerLeavers(absl::Time now) {
+  // Queued jobs: answered without ever being encoded (past their deadline, cancelled, or past
+  // the queue's time budget).
   for (auto it = backlog_.begin(); it != backlog_.end();) {
     absl::Status reason = LeaveReason((*it)->job, now);
+    if (reason.ok() && !(*it)->queue_wait_seen &&
+        now - (*it)->submitted > options_.max_queue_wait) {
+      reason = absl::ResourceExhaustedError(absl::StrCat(
+          "overloaded: the sentence waited ", absl::FormatDuration(now - (*it)->submitted),
+          " in the queue (budget ", absl::FormatDuration(options_.max_queue_wait), ")"));
+    }
     if (reason.ok()) {
       ++it;
       continue;

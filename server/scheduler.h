@@ -62,6 +62,11 @@ struct SchedulerOptions {
   int max_admission_wait_steps = 4;
   // Queued sentences; Submit beyond it -> RESOURCE_EXHAUSTED.
   int max_queue = 1024;
+  // The queue's time budget: a sentence still waiting for admission this long after Submit is
+  // answered RESOURCE_EXHAUSTED (the server is overloaded), so under overload an accepted
+  // sentence's wait stays bounded and a caller hears "busy" in time to retry elsewhere instead of
+  // at its deadline. A preempted sentence, already admitted once, is exempt.
+  absl::Duration max_queue_wait = absl::InfiniteDuration();
   // The bound of the Translator's KV pool (the same value as
   // TranslatorOptions::kv_cache_max_bytes), used to gate admission. 0: unknown or unbounded;
   // the scheduler then learns the bound the first time the pool fills.
@@ -131,7 +136,7 @@ class Scheduler {
   void Loop();
   // Loop-thread helpers.
   bool HasIncomingOrDraining() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  void DropFinishedByCaller(absl::Time now);
+  void AnswerLeavers(absl::Time now);
   void Admit(absl::Time now);
   void EncodeAndStart(std::vector<std::unique_ptr<Entry>> batch, absl::Time now);
   void StepOnce();

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -155,7 +156,11 @@ struct TranserveServer::Impl {
     }
     std::vector<std::string> names;
     for (auto& m : models) names.push_back(m->name);
-    return absl::NotFoundError(absl::StrCat("unknown model '", name,
+    // The name is the caller's: escaped and cut, so an error never carries a megabyte back.
+    constexpr size_t kShown = 64;
+    const std::string shown =
+        absl::StrCat(absl::CHexEscape(name.substr(0, kShown)), name.size() > kShown ? "..." : "");
+    return absl::NotFoundError(absl::StrCat("unknown model '", shown,
                                             "'; this server serves: ", absl::StrJoin(names, ", ")));
   }
   // An admitted request, kept by its reactor for as long as the call runs.
@@ -197,15 +202,22 @@ namespace {
 
 using Impl = TranserveServer::Impl;
 
-// One job per sentence of a prepared request; `on_done(i, result)` and, when set,
-// `on_progress(i, ids)` receive the sentence's index.
+// One job per sentence of a prepared request, except empty texts (Translator::IsEmptySource):
+// their indices go to `empty`, to be answered with the empty translation once the jobs are
+// queued. `on_done(i, result)` and, when set, `on_progress(i, ids)` receive the sentence's index.
 std::vector<SentenceJob> MakeJobs(
-    const PreparedRequest& prepared, absl::Time deadline, std::function<bool()> cancelled,
+    const Translator& translator, const PreparedRequest& prepared, absl::Time deadline,
+    std::function<bool()> cancelled,
     const std::function<void(size_t, absl::StatusOr<SearchResult>)>& on_done,
-    const std::function<void(size_t, const std::vector<int32_t>&)>& on_progress) {
-  std::vector<SentenceJob> jobs(prepared.sources.size());
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    SentenceJob& job = jobs[i];
+    const std::function<void(size_t, const std::vector<int32_t>&)>& on_progress,
+    std::vector<size_t>* empty) {
+  std::vector<SentenceJob> jobs;
+  for (size_t i = 0; i < prepared.sources.size(); ++i) {
+    if (translator.IsEmptySource(prepared.sources[i])) {
+      empty->push_back(i);
+      continue;
+    }
+    SentenceJob& job = jobs.emplace_back();
     job.source_ids = prepared.sources[i];  // the answer needs them too (counts, alignments)
     job.options = prepared.options;
     job.deadline = deadline;
@@ -242,11 +254,17 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
     const size_t n = admitted_.prepared.sources.size();
     results_.resize(n);
     remaining_ = n;
+    const Translator& translator = *admitted_.model->translator;
+    std::vector<size_t> empty;
     auto jobs = MakeJobs(
-        admitted_.prepared, admitted_.deadline,
+        translator, admitted_.prepared, admitted_.deadline,
         [this] { return cancelled_.load() || aborted_.load(); },
-        [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); }, {});
-    if (auto s = admitted_.model->scheduler->Submit(std::move(jobs)); !s.ok()) return Fail(s);
+        [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); }, {},
+        &empty);
+    if (!jobs.empty()) {
+      if (auto s = admitted_.model->scheduler->Submit(std::move(jobs)); !s.ok()) return Fail(s);
+    }
+    for (size_t i : empty) OnSentence(i, translator.EmptySourceResult(admitted_.prepared.options));
   }
 
   void OnSentence(size_t i, absl::StatusOr<SearchResult> r) {
@@ -352,12 +370,19 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
     std::function<void(size_t, const std::vector<int32_t>&)> progress;
     if (partials)
       progress = [this](size_t i, const std::vector<int32_t>& ids) { OnProgress(i, ids); };
+    const Translator& translator = *admitted_.model->translator;
+    std::vector<size_t> empty;
     auto jobs = MakeJobs(
-        admitted_.prepared, admitted_.deadline,
+        translator, admitted_.prepared, admitted_.deadline,
         [this] { return cancelled_.load() || aborted_.load(); },
-        [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); },
-        progress);
-    if (auto s = admitted_.model->scheduler->Submit(std::move(jobs)); !s.ok()) return FailNow(s);
+        [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); }, progress,
+        &empty);
+    if (!jobs.empty()) {
+      if (auto s = admitted_.model->scheduler->Submit(std::move(jobs)); !s.ok()) {
+        return FailNow(s);
+      }
+    }
+    for (size_t i : empty) OnSentence(i, translator.EmptySourceResult(admitted_.prepared.options));
   }
 
   void OnProgress(size_t i, const std::vector<int32_t>& ids) {
@@ -765,20 +790,20 @@ std::string TranserveServer::Summary() const {
   }
   const auto& l = impl.config.limits;
   const auto& s = impl.config.scheduler;
-  return absl::StrCat("models=[", absl::StrJoin(models, ","), "] device=", impl.config.device,
-                      " threads=", impl.config.num_threads, " port=", impl.port,
-                      " metrics_port=", impl.metrics_port,
-                      " batching=", s.mode == BatchingMode::kContinuous ? "continuous" : "static",
-                      " max_batch_sequences=", s.max_batch_sequences,
-                      " max_batch_tokens=", s.max_batch_tokens, " max_queue=", s.max_queue,
-                      " kv_cache_bytes=", impl.config.kv_cache_bytes,
-                      " limits: texts=", l.max_texts, " chars=", l.max_text_chars,
-                      " source_tokens=", l.max_source_tokens, " beam=", l.max_beam_size,
-                      " max_length=", l.max_length, " tls=",
-                      impl.config.tls_cert_file.empty()        ? "off"
-                      : impl.config.tls_client_ca_file.empty() ? "on"
-                                                               : "mutual",
-                      " auth_tokens=", impl.config.auth_tokens.size());
+  return absl::StrCat(
+      "models=[", absl::StrJoin(models, ","), "] device=", impl.config.device,
+      " threads=", impl.config.num_threads, " port=", impl.port,
+      " metrics_port=", impl.metrics_port,
+      " batching=", s.mode == BatchingMode::kContinuous ? "continuous" : "static",
+      " max_batch_sequences=", s.max_batch_sequences, " max_batch_tokens=", s.max_batch_tokens,
+      " max_queue=", s.max_queue, " max_queue_wait=", absl::FormatDuration(s.max_queue_wait),
+      " kv_cache_bytes=", impl.config.kv_cache_bytes, " limits: texts=", l.max_texts,
+      " chars=", l.max_text_chars, " source_tokens=", l.max_source_tokens,
+      " beam=", l.max_beam_size, " max_length=", l.max_length, " tls=",
+      impl.config.tls_cert_file.empty()        ? "off"
+      : impl.config.tls_client_ca_file.empty() ? "on"
+                                               : "mutual",
+      " auth_tokens=", impl.config.auth_tokens.size());
 }
 
 }  // namespace transerve

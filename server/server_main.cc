@@ -45,6 +45,8 @@ ABSL_FLAG(int, max_admission_wait_steps, transerve::SchedulerOptions{}.max_admis
           "Continuous batching: decoder steps a queued sentence may wait for a group");
 ABSL_FLAG(int, max_batch_tokens, 8192, "Most source tokens admitted in one encoder batch");
 ABSL_FLAG(int, max_queue, 1024, "Most queued sentences per model; beyond: RESOURCE_EXHAUSTED");
+ABSL_FLAG(absl::Duration, max_queue_wait, absl::Seconds(10),
+          "Queue time budget: a sentence not admitted within it is answered RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, kv_cache_mb, 0, "KV cache pool per model, in MiB; 0 = unbounded");
 ABSL_FLAG(int, max_texts_per_request, 64, "Most texts in one request");
 ABSL_FLAG(int, max_text_chars, 4096, "Most Unicode characters per text");
@@ -150,6 +152,7 @@ int Run() {
   config.scheduler.admission_group = absl::GetFlag(FLAGS_admission_group);
   config.scheduler.max_admission_wait_steps = absl::GetFlag(FLAGS_max_admission_wait_steps);
   config.scheduler.max_queue = absl::GetFlag(FLAGS_max_queue);
+  config.scheduler.max_queue_wait = absl::GetFlag(FLAGS_max_queue_wait);
   config.limits.max_texts = absl::GetFlag(FLAGS_max_texts_per_request);
   config.limits.max_text_chars = absl::GetFlag(FLAGS_max_text_chars);
   config.limits.max_source_tokens = absl::GetFlag(FLAGS_max_source_tokens);
@@ -177,7 +180,8 @@ int Run() {
       config.scheduler.max_queue < 1 || config.scheduler.admission_group < 1 ||
       config.scheduler.max_admission_wait_steps < 0 || config.limits.max_texts < 1 ||
       config.limits.max_text_chars < 1 || config.limits.max_source_tokens < 2 ||
-      config.limits.max_beam_size < 1 || config.limits.max_length < 1) {
+      config.limits.max_beam_size < 1 || config.limits.max_length < 1 ||
+      config.scheduler.max_queue_wait <= absl::ZeroDuration()) {
     std::cerr << "transerve-server: batching, queue and request limits must be positive\n";
     return 2;
   }

@@ -35,6 +35,7 @@ struct CallState {
   v1::TranslateRequest request;
   v1::TranslateResponse response;
   Clock::time_point scheduled;  // latency origin: when the call was due, not when it left
+  Clock::time_point sent;       // when it left (its deadline counts from here)
   bool measured = false;        // scheduled inside the window
   bool first_chunk_seen = false;
   Clock::time_point first_chunk;
@@ -154,6 +155,7 @@ class Runner {
   void Send(Clock::time_point scheduled) {
     auto call = std::make_shared<CallState>();
     call->scheduled = scheduled;
+    call->sent = Clock::now();
     call->measured = scheduled >= window_start_ && scheduled < window_end_;
     FillRequest(&call->request);
     if (options_.deadline > absl::ZeroDuration()) {
@@ -231,6 +233,7 @@ class Runner {
     if (call->measured) {
       std::lock_guard<std::mutex> lock(mu_);
       last_measured_answer_ = std::max(last_measured_answer_, now);
+      report_.answer_any_status.Record(SecondsBetween(call->sent, now));
       if (status.ok()) {
         ++report_.ok;
         report_.latency.Record(SecondsBetween(call->scheduled, now));
@@ -369,7 +372,8 @@ nlohmann::json ReportJson(const LoadReport& r) {
                    {"sentences_per_second", static_cast<double>(r.sentences) / s},
                    {"source_tokens_per_second", static_cast<double>(r.source_tokens) / s},
                    {"target_tokens_per_second", static_cast<double>(r.target_tokens) / s},
-                   {"latency_seconds", latency(r.latency)}};
+                   {"latency_seconds", latency(r.latency)},
+                   {"answer_any_status_seconds", latency(r.answer_any_status)}};
   if (r.mode == "closed") {
     j["concurrency"] = r.concurrency;
   } else {
@@ -403,6 +407,7 @@ std::string ReportText(const LoadReport& r) {
   };
   line("latency", r.latency);
   if (r.stream) line("first chunk", r.first_chunk);
+  if (errors > 0) line("every answer, from its send", r.answer_any_status);
   for (const auto& [code, n] : r.errors) absl::StrAppendFormat(&out, "error %s: %d\n", code, n);
   return out;
 }

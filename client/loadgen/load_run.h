@@ -74,6 +74,8 @@ struct LoadReport {
   int64_t target_tokens = 0;
   LatencyHistogram latency;      // OK calls, from scheduled send to final answer
   LatencyHistogram first_chunk;  // streaming: to the first chunk
+  // Every call, whatever its status, from when it left to its answer: what a deadline bounds.
+  LatencyHistogram answer_any_status;
 };
 
 // Runs one load test over `channels` (calls go round-robin; several channels make several

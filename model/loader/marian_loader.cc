@@ -59,6 +59,7 @@ class CheckpointReader {
         !s.ok()) {
       return s;
     }
+    if (absl::Status s = CheckFinite(*stored, tensor); !s.ok()) return s;
     return tensor;
   }
 
@@ -71,6 +72,21 @@ class CheckpointReader {
     std::vector<std::string> names{name};
     if (name.rfind("model.", 0) == 0) names.push_back(name.substr(6));  // MarianModel layout
     return names;
+  }
+
+  // A NaN or infinite weight would turn every output into garbage (or NaN scores that break the
+  // search's ordering): refuse the file instead of serving it. -inf is allowed in
+  // final_logits_bias only, where it is the way to forbid a token.
+  absl::Status CheckFinite(const std::string& stored, const Tensor& tensor) const {
+    const bool bias = stored.find("final_logits_bias") != std::string::npos;
+    const float* v = tensor.f32();
+    for (int64_t i = 0; i < tensor.numel(); ++i) {
+      if (std::isfinite(v[i]) || (bias && v[i] == -INFINITY)) continue;
+      return absl::InvalidArgumentError(absl::StrCat(file_.path(), ": tensor '", stored, "' holds ",
+                                                     v[i], " at element ", i,
+                                                     ": the weights are corrupt"));
+    }
+    return absl::OkStatus();
   }
 
   const SafetensorsFile& file_;

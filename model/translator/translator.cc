@@ -1,7 +1,6 @@
 #include "model/translator/translator.h"
 
 #include <algorithm>
-#include <numeric>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -284,6 +283,17 @@ const Tensor& Translator::HostCopy(const Tensor& t, Tensor* host) {
   return *host;
 }
 
+bool Translator::IsEmptySource(std::span<const int32_t> source_ids) const {
+  return source_ids.size() == 1 && source_ids[0] == special_.eos;
+}
+
+SearchResult Translator::EmptySourceResult(const DecodingOptions& options) const {
+  Hypothesis h;
+  h.ids = {special_.eos};
+  if (options.return_alignment) h.alignment = {1.0f};
+  return SearchResult{{std::move(h)}};
+}
+
 absl::StatusOr<std::vector<SearchResult>> Translator::TranslateIds(
     std::span<const std::vector<int32_t>> sources, const DecodingOptions& options) {
   if (auto s = ValidateOptions(options); !s.ok()) return s;
@@ -318,12 +328,19 @@ absl::StatusOr<std::vector<Translation>> Translator::Translate(std::span<const s
     }
     sources.push_back(*std::move(ids));
   }
-  // Longest first, so each batch holds sentences of similar length.
-  std::vector<size_t> order(texts.size());
-  std::iota(order.begin(), order.end(), 0);
+  std::vector<Translation> translations(texts.size());
+  // Longest first, so each batch holds sentences of similar length; empty texts are not decoded.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (IsEmptySource(sources[i])) {
+      Hypothesis empty = EmptySourceResult(options).hypotheses[0];
+      translations[i].best = {"", std::move(empty.ids), empty.score};
+    } else {
+      order.push_back(i);
+    }
+  }
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
-  std::vector<Translation> translations(texts.size());
   const size_t batch = static_cast<size_t>(std::max(1, max_batch_size));
   for (size_t begin = 0; begin < order.size(); begin += batch) {
     const size_t end = std::min(order.size(), begin + batch);

@@ -48,8 +48,8 @@ class Translator {
   static absl::StatusOr<std::unique_ptr<Translator>> Create(const TranslatorOptions& options);
 
   // Translates texts in batches of up to `max_batch_size` sentences, sorted by length to limit
-  // padding work; results come back in input order. Fails as a whole on invalid input (each
-  // text is validated before any work starts).
+  // padding work; results come back in input order. Empty texts give empty translations. Fails as a
+  // whole on invalid input (each text is validated before any work starts).
   absl::StatusOr<std::vector<Translation>> Translate(std::span<const std::string> texts,
                                                      const DecodingOptions& options,
                                                      int max_batch_size = 32,
@@ -74,6 +74,13 @@ class Translator {
   // RESOURCE_EXHAUSTED (and no search advanced) when the KV cache is full.
   absl::Status Step(std::span<SentenceSearch* const> searches);
   std::string Detokenize(std::span<const int32_t> ids) const;
+  // An empty or blank text tokenizes to EOS alone. The text APIs (Translate, the server) do not
+  // decode it: its translation is the empty text, whatever the model would generate from EOS
+  // alone (a trained model often invents a sentence). TranslateIds keeps the model's behaviour.
+  bool IsEmptySource(std::span<const int32_t> source_ids) const;
+  // The answer for such a source: one hypothesis, ids [EOS], score 0 (probability 1), and with
+  // return_alignment the 1x1 alignment EOS -> EOS.
+  SearchResult EmptySourceResult(const DecodingOptions& options) const;
 
   // The model's own generation defaults (generation_config.json), validated and capped.
   DecodingOptions DefaultOptions() const;

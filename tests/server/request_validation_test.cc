@@ -88,6 +88,12 @@ TEST(RequestValidationTest, RejectsWhatTheContractRejects) {
   bad.mutable_options()->set_beam_size(1);
   bad.mutable_options()->set_max_length(100000);
   EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
+  // An asked min_length over max_length is an error, not silently lowered.
+  bad.mutable_options()->set_max_length(8);
+  bad.mutable_options()->set_min_length(9);
+  EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
+  bad.mutable_options()->set_min_length(8);
+  EXPECT_EQ(code(bad), absl::StatusCode::kOk);
   auto align = Req({"a"});
   align.mutable_options()->set_return_alignment(true);
   auto aligned = PrepareRequest(align, Model(), limits);

@@ -441,6 +441,43 @@ TEST_F(SchedulerTest, QueuedJobsThatExpireOrAreCancelledAreAnsweredWithoutRunnin
   EXPECT_EQ(std::vector<size_t>(order.begin(), order.begin() + 2), (std::vector<size_t>{1, 2}));
 }
 
+// The queue's time budget: sentences still queued past max_queue_wait are answered
+// RESOURCE_EXHAUSTED without running; the one already decoding is not affected.
+TEST_F(SchedulerTest, SentencesQueuedPastTheBudgetAreResourceExhausted) {
+  Scheduler scheduler(translator_,
+                      {.mode = BatchingMode::kStatic, .max_queue_wait = absl::Seconds(1)});
+  Outcomes outcomes(3);
+  Parked parked;
+  std::vector<SentenceJob> jobs;
+  jobs.push_back(ParkingJob(&outcomes, 0, &parked));
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  // Static mode: the others wait in the queue. (The budget is long enough that even a loaded
+  // machine admits this first sentence within it.)
+  ASSERT_TRUE(parked.entered.WaitForNotificationWithTimeout(kWait));
+  jobs.clear();
+  for (size_t i = 1; i < 3; ++i) jobs.push_back(outcomes.Job(i, (*sources_)[i], Beam(max_length_)));
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  absl::SleepFor(absl::Milliseconds(1500));
+  parked.release.Notify();
+  ASSERT_TRUE(outcomes.WaitForAnswers(3));
+  for (size_t i : {1u, 2u}) {
+    EXPECT_EQ(outcomes.result(i).status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_NE(outcomes.result(i).status().message().find("in the queue"), std::string::npos);
+    EXPECT_EQ(outcomes.progress(i), 0);
+  }
+  ExpectSameResult(outcomes.result(0), (*greedy_)[0], "the sentence decoding meanwhile");
+  // Within the budget, the same sentences are served.
+  Outcomes served(2);
+  jobs.clear();
+  for (size_t i = 0; i < 2; ++i)
+    jobs.push_back(served.Job(i, (*sources_)[i + 1], Beam(max_length_)));
+  Scheduler roomy(translator_, {.max_queue_wait = absl::Seconds(30)});
+  ASSERT_TRUE(roomy.Submit(std::move(jobs)).ok());
+  ASSERT_TRUE(served.WaitForAnswers(2));
+  ExpectSameResult(served.result(0), (*beam_)[1], "sentence 1");
+  ExpectSameResult(served.result(1), (*beam_)[2], "sentence 2");
+}
+
 TEST_F(SchedulerTest, FullQueueIsResourceExhaustedAndQueuesNothing) {
   Scheduler scheduler(translator_, {.max_queue = 2});
   Outcomes outcomes(6);

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "model/translator/translator.h"
+#include "tests/server/test_server.h"
 #include "transerve/testing/reflection_wire.pb.h"
 #include "transerve/v1/translator.grpc.pb.h"
 
@@ -24,10 +25,15 @@ namespace transerve {
 namespace {
 
 using grpc::StatusCode;
+using testing::BaseConfig;
+using testing::Call;
+using testing::Connect;
+using testing::ModelDir;
+using testing::Request;
+using testing::Sample;
+using testing::WaitUntilDecoding;
 
 constexpr int kMaxLength = 32;
-
-std::string ModelDir() { return TRANSERVE_SOURCE_DIR "/tests/fixtures/tiny-marian/model"; }
 
 // Mixed lengths, all distinct.
 std::vector<std::string> TestTexts(int n) {
@@ -85,46 +91,10 @@ const Reference& Expected() {
   return *ref;
 }
 
-ServerConfig BaseConfig() {
-  ServerConfig c;
-  c.model_dirs = {ModelDir()};
-  c.address = "127.0.0.1:0";
-  c.metrics_address = "";
-  c.num_threads = 1;
-  return c;
-}
-
+// The engine's reference answers are computed before the first server runs.
 std::unique_ptr<TranserveServer> StartServer(const ServerConfig& c, bool load = true) {
   Expected();
-  auto s = TranserveServer::Start(c);
-  EXPECT_TRUE(s.ok()) << s.status();
-  if (!s.ok()) return nullptr;
-  if (load) {
-    auto st = (*s)->LoadModels();
-    EXPECT_TRUE(st.ok()) << st;
-  }
-  return *std::move(s);
-}
-
-std::shared_ptr<grpc::Channel> Connect(const TranserveServer& s) {
-  return grpc::CreateChannel(absl::StrCat("127.0.0.1:", s.port()),
-                             grpc::InsecureChannelCredentials());
-}
-
-v1::TranslateRequest Request(const std::vector<std::string>& texts, int beam, int max_length) {
-  v1::TranslateRequest req;
-  for (const auto& t : texts) req.add_texts(t);
-  req.mutable_options()->set_beam_size(beam);
-  req.mutable_options()->set_max_length(max_length);
-  req.mutable_options()->set_return_scores(true);
-  return req;
-}
-
-grpc::Status Call(v1::Translator::Stub* stub, const v1::TranslateRequest& req,
-                  v1::TranslateResponse* resp, int timeout_ms = 60000) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
-  return stub->Translate(&ctx, req, resp);
+  return testing::StartServer(c, load);
 }
 
 void ExpectSame(const v1::Translation& got, const Translation& want, const std::string& what) {
@@ -148,24 +118,6 @@ grpc::health::v1::HealthCheckResponse::ServingStatus CheckHealth(grpc::Channel* 
   grpc::Status s = stub->Check(&ctx, req, &resp);
   if (status != nullptr) *status = s;
   return s.ok() ? resp.status() : grpc::health::v1::HealthCheckResponse::UNKNOWN;
-}
-
-// The value of one sample line of the exposition, -1 when absent.
-double Sample(const std::string& text, const std::string& series) {
-  const size_t at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + series.size() + 2));
-}
-
-// Waits until the server is decoding something (the request reached the scheduler).
-bool WaitUntilDecoding(TranserveServer* server) {
-  for (int i = 0; i < 1000; ++i) {
-    if (Sample(server->MetricsText(), R"(transerve_active_sequences{model="model"})") >= 1) {
-      return true;
-    }
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return false;
 }
 
 class ServerTest : public ::testing::Test {
@@ -497,7 +449,7 @@ TEST(ServerLifecycleTest, HealthDuringStartUpAndDrain) {
     long_status = Call(stub.get(), Request(TestTexts(64), 4, 255), &long_resp);
     long_done.store(true);
   });
-  ASSERT_TRUE(WaitUntilDecoding(server.get()));
+  ASSERT_TRUE(WaitUntilDecoding(*server));
   std::thread drainer([&] { server->Drain(absl::Seconds(60)); });
   bool saw_not_serving = false;
   bool saw_refused_connection = false;
@@ -578,7 +530,7 @@ TEST(ServerCancelTest, CancelledCallIsAnsweredCancelledAndFreesTheBatch) {
   grpc::ClientContext ctx;
   v1::TranslateResponse resp;
   std::thread canceller([&] {
-    EXPECT_TRUE(WaitUntilDecoding(server.get()));
+    EXPECT_TRUE(WaitUntilDecoding(*server));
     ctx.TryCancel();
   });
   grpc::Status s = stub->Translate(&ctx, Request(TestTexts(64), 4, 255), &resp);

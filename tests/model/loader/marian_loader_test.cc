@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -89,6 +90,34 @@ TEST_F(MarianLoaderTest, UnsupportedDtypeIsNamed) {
   t->values.clear();
   Write();
   ExpectErrorMentions(Load(), {name, "I32"});
+}
+
+// NaN or infinity anywhere in the weights (a random tensor, a random element, in F32 and F16):
+// the load fails naming the tensor, rather than serving garbage.
+TEST_F(MarianLoaderTest, NonFiniteWeightsAreRejectedNamingTheTensor) {
+  std::mt19937 rng(8);
+  const std::vector<NamedTensor> clean = tensors_;
+  for (float bad : {NAN, INFINITY, -INFINITY}) {
+    for (const std::string dtype : {"F32", "F16"}) {
+      tensors_ = clean;
+      NamedTensor* t = nullptr;
+      do {
+        t = &tensors_[rng() % tensors_.size()];
+      } while (t->values.empty() || t->name.find("final_logits_bias") != std::string::npos);
+      for (auto& each : tensors_) each.dtype = dtype;
+      t->values[rng() % t->values.size()] = bad;
+      Write();
+      ExpectErrorMentions(Load(), {"model.safetensors", t->name, "corrupt"});
+    }
+  }
+  // -inf in final_logits_bias forbids a token: allowed. NaN there is not.
+  tensors_ = clean;
+  Tensor("final_logits_bias")->values[3] = -INFINITY;
+  Write();
+  EXPECT_TRUE(Load().ok()) << Load();
+  Tensor("final_logits_bias")->values[3] = NAN;
+  Write();
+  ExpectErrorMentions(Load(), {"final_logits_bias"});
 }
 
 TEST_F(MarianLoaderTest, TruncatedFileIsAnErrorNamingTheFile) {

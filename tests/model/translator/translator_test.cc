@@ -31,10 +31,39 @@ TEST_F(TranslatorTest, TextTranslationDetokenizesTheGreedyIdsInInputOrder) {
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->size(), texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
-    const auto ids = expected_["cases"][i]["greedy"]["ids"].get<std::vector<int32_t>>();
+    auto ids = expected_["cases"][i]["greedy"]["ids"].get<std::vector<int32_t>>();
+    // The fixture's empty text: the text API answers it with the empty translation (below).
+    if (texts[i].empty()) ids = {translator_->special_tokens().eos};
     EXPECT_EQ((*out)[i].best.ids, ids);
     EXPECT_EQ((*out)[i].best.text, translator_->Detokenize(ids));
   }
+}
+
+// The model itself would answer EOS alone with some sentence (TranslateIds); the text API
+// answers an empty or blank text with the empty text, beside normal texts that are translated.
+TEST_F(TranslatorTest, EmptyAndBlankTextsTranslateToTheEmptyText) {
+  const int32_t eos = translator_->special_tokens().eos;
+  DecodingOptions o;
+  o.beam_size = 2;
+  o.max_length = 12;
+  const std::vector<int32_t> eos_alone = {eos};
+  auto model_says = translator_->TranslateIds(std::span(&eos_alone, 1), o);
+  ASSERT_TRUE(model_says.ok());
+  ASSERT_NE((*model_says)[0].hypotheses[0].ids, eos_alone) << "the test needs a model that talks";
+  const std::vector<std::string> texts = {"", "x y z", " ", "\t\n"};
+  auto out = translator_->Translate(texts, o, /*max_batch_size=*/2);
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (size_t i : {0u, 2u, 3u}) {
+    EXPECT_EQ((*out)[i].best.text, "");
+    EXPECT_EQ((*out)[i].best.ids, eos_alone);
+    EXPECT_EQ((*out)[i].best.score, 0.0f);
+    EXPECT_TRUE(translator_->IsEmptySource(*translator_->Tokenize(texts[i], false)));
+  }
+  const auto alone = translator_->Translate(std::span(&texts[1], 1), o);
+  EXPECT_EQ((*out)[1].best.ids, (*alone)[0].best.ids);
+  EXPECT_FALSE(translator_->IsEmptySource(*translator_->Tokenize("x", false)));
+  o.return_alignment = true;
+  EXPECT_EQ(translator_->EmptySourceResult(o).hypotheses[0].alignment, std::vector<float>{1.0f});
 }
 
 TEST_F(TranslatorTest, OverlongSourceIsRejectedUnlessTruncationIsAsked) {
