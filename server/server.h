@@ -60,6 +60,8 @@ class TranserveServer {
   std::string MetricsText();
   // One line for the start-up log: models, device, threads, limits, ports.
   std::string Summary() const;
+  // Translate and TranslateStream calls answered so far, by status: "answered=N OK=n ...".
+  std::string AnsweredSummary() const;
 
   struct Impl;
 

@@ -221,7 +221,7 @@ int Run() {
   Log().info("signal {}: draining (up to {})", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              absl::FormatDuration(drain));
   (*server)->Drain(drain);
-  Log().info("stopped");
+  Log().info("stopped: {}", (*server)->AnsweredSummary());
   return 0;
 }
 

@@ -22,3 +22,23 @@ stop_server() {
   wait "$pid" || rc=$?
   [ "$rc" = 0 ] || fail "$what exited $rc after SIGTERM"
 }
+
+# json_field FILE EXPR: prints a Python expression over the JSON document j of FILE.
+json_field() { python3 -c "import json, sys; j = json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# rss_kb PID: the process's resident size now, in KiB (0 once it is gone).
+rss_kb() {
+  local kb
+  kb="$(awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || true)"
+  echo "${kb:-0}"
+}
+
+# sample_rss PID FILE: appends the resident size (KiB) every 0.2 s until the process exits; run
+# it in the background. max_in FILE prints the largest sample.
+sample_rss() {
+  while kill -0 "$1" 2>/dev/null; do
+    rss_kb "$1" >>"$2"
+    sleep 0.2
+  done
+}
+max_in() { sort -n "$1" | tail -1; }
