@@ -1,11 +1,38 @@
 #!/usr/bin/env bash
 # Sets up dependencies, builds (Release, every core) and runs every test.
+#   ./scripts/test.sh                   the README's test command (what CI runs first)
+#   ./scripts/test.sh --sanitize=asan   AddressSanitizer + UBSan build (build-asan/), then the C++
+#   ./scripts/test.sh --sanitize=tsan   ThreadSanitizer build (build-tsan/)      unit and
+#                                       integration tests under it (CI runs both after the first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+sanitize=""
+case "${1:-}" in
+  "") ;;
+  --sanitize=asan | --sanitize=tsan) sanitize="${1#--sanitize=}" ;;
+  *) echo "usage: test.sh [--sanitize=asan|tsan]" >&2; exit 2 ;;
+esac
+
 ./scripts/setup.sh
-./scripts/check_format.sh
 jobs="$(nproc)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j"$jobs"
-ctest --test-dir build --output-on-failure -j"$jobs" --timeout 900
+if [ -z "$sanitize" ]; then
+  ./scripts/check_format.sh
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+  cmake --build build -j"$jobs"
+  ctest --test-dir build --output-on-failure -j"$jobs" --timeout 900
+  exit 0
+fi
+
+# Sanitized: every C++ test (engine, tokenizer, loader, scheduler, gRPC server, clients) and the
+# end-to-end scripts over the sanitized binaries. Not the Python tooling's own tests nor the
+# deployment checks (no C++ of ours runs there that the server tests do not already cover), nor
+# the overload and soak tests, which measure speed and memory (the sanitizers change both).
+cmake --preset "$sanitize" >/dev/null
+cmake --build "build-$sanitize" -j"$jobs"
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1:strict_string_checks=1"
+export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp"
+ctest --test-dir "build-$sanitize" --output-on-failure -j"$jobs" --timeout 1800 \
+  -E '^(tools\.|deploy\.|server_overload|server_soak)'
