@@ -159,6 +159,23 @@ void ServerMetrics::RecordRequest(const std::string& method, const std::string& 
   duration_->Add({{"method", method}, {"model", model}}, SecondsBuckets()).Observe(seconds);
 }
 
+std::map<std::string, int64_t> ServerMetrics::TranslationsByCode() const {
+  std::map<std::string, int64_t> counts;
+  for (const prometheus::MetricFamily& family : requests_->Collect()) {
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      std::string method, code;
+      for (const prometheus::ClientMetric::Label& label : metric.label) {
+        if (label.name == "method") method = label.value;
+        if (label.name == "code") code = label.value;
+      }
+      if (method == "Translate" || method == "TranslateStream") {
+        counts[code] += static_cast<int64_t>(metric.counter.value);
+      }
+    }
+  }
+  return counts;
+}
+
 std::string ServerMetrics::Text() const {
   prometheus::TextSerializer serializer;
   std::ostringstream out;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,8 @@ class ServerMetrics {
                      double seconds);
   // The text exposition of every metric (what /metrics serves).
   std::string Text() const;
+  // Translate and TranslateStream calls recorded so far, by status name, all models together.
+  std::map<std::string, int64_t> TranslationsByCode() const;
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 

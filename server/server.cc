@@ -9,7 +9,6 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -118,9 +117,6 @@ struct TranserveServer::Impl {
   std::atomic<bool> drained{false};
   absl::Mutex mu;
   int in_flight ABSL_GUARDED_BY(mu) = 0;
-  // Translation calls answered, by status name (the stop log line; tests compare it with what
-  // clients received).
-  std::map<std::string, int64_t> translations_answered ABSL_GUARDED_BY(mu);
   std::unique_ptr<grpc::Service> service;  // declared first: outlives the server
   std::unique_ptr<grpc::Server> server;
   int port = 0;
@@ -193,10 +189,6 @@ struct TranserveServer::Impl {
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
     const std::string code_name = CodeName(code);
     metrics.RecordRequest(method, code_name, model, seconds);
-    {
-      absl::MutexLock lock(&mu);
-      ++translations_answered[code_name];
-    }
     Log().debug("rpc method={} model={} texts={} code={} seconds={:.6f}", method, model, texts,
                 code_name, seconds);
   }
@@ -791,10 +783,9 @@ std::string TranserveServer::MetricsText() {
 }
 
 std::string TranserveServer::AnsweredSummary() const {
-  absl::MutexLock lock(&impl_->mu);
   int64_t total = 0;
   std::vector<std::string> parts;
-  for (const auto& [code, n] : impl_->translations_answered) {
+  for (const auto& [code, n] : impl_->metrics.TranslationsByCode()) {
     total += n;
     parts.push_back(absl::StrCat(code, "=", n));
   }

@@ -42,8 +42,6 @@ done
 free_port() {
   $py -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
-# json FILE EXPRESSION: evaluates a Python expression over the parsed file `j`.
-json() { $py -c "import json, sys; j = json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # --- two replicas -------------------------------------------------------------------------------
 start_replica() {  # NAME
@@ -147,10 +145,10 @@ requests_total() {
 "$bin/transerve-loadgen" --target="$lb" --input="$input" --order=random --concurrency=8 \
   --connections=2 --duration=6 --warmup=0 --max_length=16 --deadline=30 \
   --json="$work/phase1.json" >"$work/loadgen1.log" 2>&1 || fail "loadgen (phase 1)"
-sent1="$(json "$work/phase1.json" 'j["ok"] + sum(j["errors"].values())')"
-ok1="$(json "$work/phase1.json" 'j["ok"]')"
+sent1="$(json_field "$work/phase1.json" 'j["ok"] + sum(j["errors"].values())')"
+ok1="$(json_field "$work/phase1.json" 'j["ok"]')"
 [ "$ok1" -gt 0 ] && [ "$ok1" = "$sent1" ] \
-  || fail "phase 1: $ok1 OK of $sent1: $(json "$work/phase1.json" 'j["errors"]')"
+  || fail "phase 1: $ok1 OK of $sent1: $(json_field "$work/phase1.json" 'j["errors"]')"
 a1="$(requests_total "$metrics_a")"
 b1="$(requests_total "$metrics_b")"
 say "phase 1: $sent1 calls, all OK; replica a answered $a1, b answered $b1"
@@ -173,8 +171,8 @@ grep -q "stopped" "$work/b.log" || fail "replica b did not log its drain"
 a_at_stop="$(requests_total "$metrics_a")"
 say "replica b drained and exited 0"
 wait "$loadgen_pid" || fail "loadgen (phase 2)"
-sent2="$(json "$work/phase2.json" 'j["ok"] + sum(j["errors"].values())')"
-ok2="$(json "$work/phase2.json" 'j["ok"]')"
+sent2="$(json_field "$work/phase2.json" 'j["ok"] + sum(j["errors"].values())')"
+ok2="$(json_field "$work/phase2.json" 'j["ok"]')"
 a2="$(requests_total "$metrics_a")"
 
 # The access log (status|upstream(s)|upstream statuses|time|grpc-status header|trailer|msec):
@@ -192,7 +190,7 @@ failed_by() {
 }
 cancelled_by_b="$(failed_by "127.0.0.1:$port_b")"
 failed_by_a="$(failed_by "127.0.0.1:$port_a")"
-say "phase 2: $sent2 calls, $ok2 OK, errors $(json "$work/phase2.json" 'j["errors"]');" \
+say "phase 2: $sent2 calls, $ok2 OK, errors $(json_field "$work/phase2.json" 'j["errors"]');" \
   "nginx retried $retried on the other replica; b's shutdown answered $cancelled_by_b;" \
   "a answered $((a2 - a_at_stop)) after b stopped"
 [ "$ok2" -gt 0 ] || fail "phase 2: nothing succeeded"

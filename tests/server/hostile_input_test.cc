@@ -302,7 +302,6 @@ TEST_F(HostileInputTest, OneMillisecondDeadlineIsDeadlineExceeded) {
   EXPECT_TRUE(Settles(*server_));
   EXPECT_EQ(Answered(*server_, "Translate", "OK"), ok_before);
   const double expired = Answered(*server_, "Translate", "DEADLINE_EXCEEDED") - expired_before;
-  EXPECT_GE(expired, 0);
   EXPECT_LE(expired, 20);
 }
 

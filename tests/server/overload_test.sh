@@ -17,15 +17,9 @@ set -euo pipefail
 bin="$1"
 src="$2"
 shift 2
-seconds=60
-json_out=""
-for arg in "$@"; do
-  case "$arg" in
-    --seconds=*) seconds="${arg#--seconds=}" ;;
-    --json=*) json_out="${arg#--json=}" ;;
-    *) echo "usage: overload_test.sh BIN_DIR SOURCE_DIR [--seconds=60] [--json=FILE]" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=../testing/server_log.sh
+. "$src/tests/testing/server_log.sh"
+load_test_flags "overload_test.sh BIN_DIR SOURCE_DIR [--seconds=60] [--json=FILE]" 60 "$@"
 model="$src/models/en-de-small"
 input="$src/deploy/loadgen/sentences.en"
 queue_budget=1 # seconds: --max_queue_wait
@@ -42,8 +36,6 @@ fail() {
   for log in "$work"/*.log; do echo "--- $log" >&2; tail -20 "$log" >&2; done
   exit 1
 }
-# shellcheck source=../testing/server_log.sh
-. "$src/tests/testing/server_log.sh"
 py() { python3 -c "import sys; print($1)"; }
 
 "$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=-1 \

@@ -9,15 +9,9 @@ set -euo pipefail
 bin="$1"
 src="$2"
 shift 2
-seconds=600
-json_out=""
-for arg in "$@"; do
-  case "$arg" in
-    --seconds=*) seconds="${arg#--seconds=}" ;;
-    --json=*) json_out="${arg#--json=}" ;;
-    *) echo "usage: soak_test.sh BIN_DIR SOURCE_DIR [--seconds=600] [--json=FILE]" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=../testing/server_log.sh
+. "$src/tests/testing/server_log.sh"
+load_test_flags "soak_test.sh BIN_DIR SOURCE_DIR [--seconds=600] [--json=FILE]" 600 "$@"
 model="$src/models/en-de-small"
 input="$src/deploy/loadgen/sentences.en"
 work="$(mktemp -d)"
@@ -32,8 +26,6 @@ fail() {
   for log in "$work"/*.log; do echo "--- $log" >&2; tail -20 "$log" >&2; done
   exit 1
 }
-# shellcheck source=../testing/server_log.sh
-. "$src/tests/testing/server_log.sh"
 
 "$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=-1 \
   --num_threads=1 >"$work/server.log" 2>&1 &

@@ -24,7 +24,7 @@ stop_server() {
 }
 
 # json_field FILE EXPR: prints a Python expression over the JSON document j of FILE.
-json_field() { python3 -c "import json, sys; j = json.load(open(sys.argv[1])); print($2)" "$1"; }
+json_field() { /usr/bin/python3 -c "import json, sys; j = json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # rss_kb PID: the process's resident size now, in KiB (0 once it is gone).
 rss_kb() {
@@ -42,3 +42,19 @@ sample_rss() {
   done
 }
 max_in() { sort -n "$1" | tail -1; }
+
+# load_test_flags USAGE DEFAULT_SECONDS ARGS...: the load tests' flags: sets `seconds`
+# (--seconds=N, else DEFAULT_SECONDS) and `json_out` (--json=FILE, else empty).
+load_test_flags() {
+  local usage="$1" arg
+  seconds="$2"
+  json_out=""
+  shift 2
+  for arg in "$@"; do
+    case "$arg" in
+      --seconds=*) seconds="${arg#--seconds=}" ;;
+      --json=*) json_out="${arg#--json=}" ;;
+      *) echo "usage: $usage" >&2; exit 2 ;;
+    esac
+  done
+}
