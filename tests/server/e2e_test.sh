@@ -62,8 +62,8 @@ grep -q NOT_FOUND "$work/err" || fail "status not printed: $(cat "$work/err")"
 # so it is ignored.
 TRANSERVE_AUTH_TOKEN=abc "$bin/transerve-client" --target="$target" --max_length=8 "x" >/dev/null \
   || fail "client with a token"
-"$bin/transerve-client" --target="$target" --list_models | grep -q '^model (default)' \
-  || fail "list_models"
+models="$("$bin/transerve-client" --target="$target" --list_models)" || fail "list_models"
+grep -q '^model (default)' <<<"$models" || fail "list_models: $models"
 # --health: SERVING exits 0; an unknown service and an unreachable server exit non-zero.
 [ "$("$bin/transerve-client" --target="$target" --health)" = SERVING ] || fail "--health"
 [ "$("$bin/transerve-client" --target="$target" --health \

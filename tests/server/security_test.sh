@@ -101,8 +101,11 @@ printf 'Hello world.\nThe house is small.\n' > in.txt
 sys.exit(0 if j["ok"] > 0 and not j["errors"] else 1)' || fail "loadgen: $(cat load.json)"
 
 # Metrics answer on 127.0.0.2 only.
-curl -sf "http://127.0.0.2:$SERVING_METRICS_PORT/metrics" | grep -q '^transerve_requests_total' \
-  || fail "metrics on --metrics_host"
+# To a file first: `curl | grep -q` under pipefail fails when grep exits before curl has written
+# the whole page (curl then dies of SIGPIPE).
+curl -sf -o metrics.txt "http://127.0.0.2:$SERVING_METRICS_PORT/metrics" \
+  || fail "metrics on --metrics_host: curl exit $?"
+grep -q '^transerve_requests_total' metrics.txt || fail "metrics on --metrics_host: no requests total"
 if curl -sf -m 5 "http://127.0.0.1:$SERVING_METRICS_PORT/metrics" >/dev/null; then
   fail "metrics also answer on --host"
 fi
