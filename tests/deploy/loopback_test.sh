@@ -164,7 +164,7 @@ say "prometheus counters match the loadgen: $sent1 = $a1 + $b1"
   --connections=2 --duration=10 --warmup=0 --max_length=16 --deadline=30 \
   --json="$work/phase2.json" >"$work/loadgen2.log" 2>&1 &
 loadgen_pid=$!
-pids+=($loadgen_pid)
+pids+=("$loadgen_pid")
 sleep 3
 stop_server "$pid_b" "replica b"
 grep -q "stopped" "$work/b.log" || fail "replica b did not log its drain"

@@ -7,20 +7,9 @@
 set -euo pipefail
 build="$1"
 src="$2"
-work="$(mktemp -d)"
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then kill -KILL "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
 # shellcheck source=../testing/server_log.sh
 . "$src/tests/testing/server_log.sh"
-fail() {
-  echo "stage: FAIL: $*" >&2
-  [ -f "$work/server.log" ] && tail -20 "$work/server.log" >&2
-  exit 1
-}
+begin_server_test stage
 prefix="$work/opt/transerve"
 # The CUDA plugin's cuBLAS comes from the CUDA runtime image, as in the Dockerfile.
 (cd "$src" && RUNTIME_PACKAGES_PROVIDED=/usr/local/cuda deploy/docker/stage.sh "$build" "$prefix") \

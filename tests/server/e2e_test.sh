@@ -8,20 +8,9 @@ set -euo pipefail
 bin="$1"
 src="$2"
 model="$src/tests/fixtures/tiny-marian/model"
-work="$(mktemp -d)"
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then kill -KILL "$server_pid"; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
 # shellcheck source=../testing/server_log.sh
 . "$src/tests/testing/server_log.sh"
-fail() {
-  echo "e2e: FAIL: $*" >&2
-  for log in "$work"/*.log; do echo "--- $log" >&2; cat "$log" >&2; done
-  exit 1
-}
+begin_server_test e2e
 
 # Repeated --model_dir flags are joined; two directories with one name are refused (exit 1).
 rc=0

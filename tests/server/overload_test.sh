@@ -24,18 +24,7 @@ model="$src/models/en-de-small"
 input="$src/deploy/loadgen/sentences.en"
 queue_budget=1 # seconds: --max_queue_wait
 batch=16
-work="$(mktemp -d)"
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then kill -KILL "$server_pid"; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "overload: FAIL: $*" >&2
-  for log in "$work"/*.log; do echo "--- $log" >&2; tail -20 "$log" >&2; done
-  exit 1
-}
+begin_server_test overload
 py() { python3 -c "import sys; print($1)"; }
 
 "$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=-1 \
@@ -100,7 +89,6 @@ server_pid=""
 wait "$loadgen_pid" || true # it reports the refused calls as errors
 stop_line="$(grep "stopped:" "$work/server.log")" || fail "no stop line"
 server_ok="$(sed -n 's/.* OK=\([0-9]*\).*/\1/p' <<<"$stop_line")"
-server_answered="$(sed -n 's/.*answered=\([0-9]*\).*/\1/p' <<<"$stop_line")"
 s="$work/sigterm.json"
 lost_by_server="$(sed -n 's/.* UNAVAILABLE=\([0-9]*\).*/\1/p' <<<"$stop_line")"
 [ -z "$lost_by_server" ] || fail "the server cut $lost_by_server accepted calls short: $stop_line"

@@ -7,20 +7,9 @@ set -euo pipefail
 bin="$(cd "$1" && pwd)"
 src="$(cd "$2" && pwd)"
 model="$src/tests/fixtures/tiny-marian/model"
-work="$(mktemp -d)"
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then kill -KILL "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
 # shellcheck source=../testing/server_log.sh
 . "$src/tests/testing/server_log.sh"
-fail() {
-  echo "security: FAIL: $*" >&2
-  [ -f "$work/server.log" ] && tail -20 "$work/server.log" >&2
-  exit 1
-}
+begin_server_test security
 command -v openssl >/dev/null || fail "openssl is not installed (scripts/setup.sh installs it)"
 
 # --- certificates -------------------------------------------------------------------------------

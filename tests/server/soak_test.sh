@@ -14,18 +14,7 @@ shift 2
 load_test_flags "soak_test.sh BIN_DIR SOURCE_DIR [--seconds=600] [--json=FILE]" 600 "$@"
 model="$src/models/en-de-small"
 input="$src/deploy/loadgen/sentences.en"
-work="$(mktemp -d)"
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then kill -KILL "$server_pid"; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "soak: FAIL: $*" >&2
-  for log in "$work"/*.log; do echo "--- $log" >&2; tail -20 "$log" >&2; done
-  exit 1
-}
+begin_server_test soak
 
 "$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=-1 \
   --num_threads=1 >"$work/server.log" 2>&1 &

@@ -1,5 +1,27 @@
-# Shell helpers for tests that run transerve-server binaries (source this file; needs `fail`).
-#
+# Shell helpers for tests that run transerve-server binaries (source this file).
+
+# begin_server_test NAME: the frame every server test script shares. Sets `work` (a fresh
+# folder, removed on exit) and `server_pid` (killed on exit once set), and defines
+# fail REASON: prints "NAME: FAIL: REASON" and the tail of every log in $work, then exits 1.
+begin_server_test() {
+  server_test_name="$1"
+  work="$(mktemp -d)"
+  server_pid=""
+  trap end_server_test EXIT
+}
+end_server_test() {
+  if [ -n "$server_pid" ]; then kill -KILL "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+fail() {
+  local log
+  echo "$server_test_name: FAIL: $*" >&2
+  for log in "$work"/*.log; do
+    [ -f "$log" ] && { echo "--- $log (last 30 lines)" >&2; tail -30 "$log" >&2; }
+  done
+  exit 1
+}
+
 # wait_serving LOG PID: waits up to 60 s for the server's "serving:" log line, failing early if
 # the process exits; then sets SERVING_PORT and SERVING_METRICS_PORT from that line (the ports
 # it really bound: tests start servers with --port=0 --metrics_port=0).
