@@ -6,7 +6,7 @@
 # the device join it as they exist. Must stay well under 8 minutes.
 # Usage: bench/device-check.sh [OUT]
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 OUT=${1:-build/device-check}
 mkdir -p "$OUT"
 start=$(date +%s)
@@ -15,7 +15,8 @@ summary=()
 step() {  # NAME COMMAND...
   local name=$1
   shift
-  local t0=$(date +%s)
+  local t0
+  t0=$(date +%s)
   if "$@" > "$OUT/$name.log" 2>&1; then
     summary+=("$(printf '%-28s ok     %4ss' "$name" $(( $(date +%s) - t0 )))")
   else
