@@ -7,7 +7,7 @@ Score a hypothesis file against a reference file (one sentence per line):
 Translate test sets with both engines, score them and compare the generated token ids:
   /usr/bin/python3 tools/train/evaluate.py run --model_dir models/en-de-small \
       --set test /work/data/corpus/test --set handbook /work/data/handbook-eval/handbook \
-      --engines cpp,reference --beams 1,4 --reference_limit 200 \
+      --engines cpp,reference --beams 1,4 \
       --out_dir /work/data/train/eval --json /work/data/train/eval/results.json
 
 `--set NAME PREFIX` reads PREFIX.en and PREFIX.de. The C++ engine is
@@ -182,7 +182,7 @@ def main(argv=None) -> int:
     r.add_argument("--beams", default="1,4", help="comma list of beam sizes (1 = greedy)")
     r.add_argument("--limit", type=int, default=0, help="first N lines of each set (0 = all)")
     r.add_argument("--reference_limit", type=int, default=0,
-                   help="the reference translates only the first N lines (it is slow)")
+                   help="the reference translates only the first N lines (0: all)")
     r.add_argument("--reference_batch_size", type=int, default=1)
     r.add_argument("--max_length", type=int, default=0, help="0 = the model's default")
     r.add_argument("--translate_bin",

@@ -19,7 +19,7 @@
 #                                      across resumes)
 #   STEPS [spm,train,average,export,evaluate]   which steps to run
 #   HANDBOOK [/work/data/handbook-eval/handbook] held-out evaluation set ("" to skip)
-#   REFERENCE_LIMIT [200]              test lines also run through the PyTorch reference (id check)
+#   REFERENCE_LIMIT [0]                test lines also run through the PyTorch reference (id check; 0 = all)
 #   EVAL_MAX_LENGTH [256]              generated-token cap used for evaluation (both engines)
 #   NICE [nice -n 19]                  prefix for every heavy command ("" for full priority)
 set -euo pipefail
@@ -39,7 +39,7 @@ BF16=${BF16:-0}
 [[ "$BF16" == 1 ]] && TRAIN_FLAGS="--bf16 $TRAIN_FLAGS"
 STEPS=${STEPS:-spm,train,average,export,evaluate}
 HANDBOOK=${HANDBOOK-/work/data/handbook-eval/handbook}
-REFERENCE_LIMIT=${REFERENCE_LIMIT:-200}
+REFERENCE_LIMIT=${REFERENCE_LIMIT:-0}
 EVAL_MAX_LENGTH=${EVAL_MAX_LENGTH:-256}
 NICE=${NICE-nice -n 19}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-ACTIVE}
