@@ -6,8 +6,7 @@ Score a hypothesis file against a reference file (one sentence per line):
 
 Translate test sets with both engines, score them and compare the generated token ids:
   /usr/bin/python3 tools/train/evaluate.py run --model_dir models/en-de-small \
-      --set test /work/data/corpus/test --set handbook /work/data/handbook-eval/handbook \
-      --engines cpp,reference --beams 1,4 \
+      --set test /work/data/corpus/test --engines cpp,reference --beams 1,4 \
       --out_dir /work/data/train/eval --json /work/data/train/eval/results.json
 
 `--set NAME PREFIX` reads PREFIX.en and PREFIX.de. The C++ engine is
