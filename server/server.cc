@@ -202,32 +202,38 @@ namespace {
 
 using Impl = TranserveServer::Impl;
 
-// One job per sentence of a prepared request, except empty texts (Translator::IsEmptySource):
-// their indices go to `empty`, to be answered with the empty translation once the jobs are
-// queued. `on_done(i, result)` and, when set, `on_progress(i, ids)` receive the sentence's index.
-std::vector<SentenceJob> MakeJobs(
-    const Translator& translator, const PreparedRequest& prepared, absl::Time deadline,
-    std::function<bool()> cancelled,
+// Queues one job per sentence of an admitted request, then answers its empty texts
+// (Translator::IsEmptySource) with the empty translation without queueing them. `on_done(i,
+// result)` and, when set, `on_progress(i, ids)` receive the sentence's index. An error (the queue
+// is full) means nothing was queued and no callback will run.
+absl::Status StartSentences(
+    const Impl::Admission& admitted, std::function<bool()> cancelled,
     const std::function<void(size_t, absl::StatusOr<SearchResult>)>& on_done,
-    const std::function<void(size_t, const std::vector<int32_t>&)>& on_progress,
-    std::vector<size_t>* empty) {
+    const std::function<void(size_t, const std::vector<int32_t>&)>& on_progress) {
+  const Translator& translator = *admitted.model->translator;
+  const PreparedRequest& prepared = admitted.prepared;
   std::vector<SentenceJob> jobs;
+  std::vector<size_t> empty;
   for (size_t i = 0; i < prepared.sources.size(); ++i) {
     if (translator.IsEmptySource(prepared.sources[i])) {
-      empty->push_back(i);
+      empty.push_back(i);
       continue;
     }
     SentenceJob& job = jobs.emplace_back();
     job.source_ids = prepared.sources[i];  // the answer needs them too (counts, alignments)
     job.options = prepared.options;
-    job.deadline = deadline;
+    job.deadline = admitted.deadline;
     job.cancelled = cancelled;
     if (on_progress) {
       job.on_progress = [on_progress, i](const std::vector<int32_t>& ids) { on_progress(i, ids); };
     }
     job.on_done = [on_done, i](absl::StatusOr<SearchResult> r) { on_done(i, std::move(r)); };
   }
-  return jobs;
+  if (!jobs.empty()) {
+    if (auto s = admitted.model->scheduler->Submit(std::move(jobs)); !s.ok()) return s;
+  }
+  for (size_t i : empty) on_done(i, translator.EmptySourceResult(prepared.options));
+  return absl::OkStatus();
 }
 
 // Aggregates the N sentences of one request (results in input order, the first error).
@@ -254,17 +260,10 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
     const size_t n = admitted_.prepared.sources.size();
     results_.resize(n);
     remaining_ = n;
-    const Translator& translator = *admitted_.model->translator;
-    std::vector<size_t> empty;
-    auto jobs = MakeJobs(
-        translator, admitted_.prepared, admitted_.deadline,
-        [this] { return cancelled_.load() || aborted_.load(); },
-        [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); }, {},
-        &empty);
-    if (!jobs.empty()) {
-      if (auto s = admitted_.model->scheduler->Submit(std::move(jobs)); !s.ok()) return Fail(s);
-    }
-    for (size_t i : empty) OnSentence(i, translator.EmptySourceResult(admitted_.prepared.options));
+    auto s = StartSentences(
+        admitted_, [this] { return cancelled_.load() || aborted_.load(); },
+        [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); }, {});
+    if (!s.ok()) return Fail(s);
   }
 
   void OnSentence(size_t i, absl::StatusOr<SearchResult> r) {
@@ -370,19 +369,11 @@ class StreamReactor final : public grpc::ServerWriteReactor<v1::TranslateStreamR
     std::function<void(size_t, const std::vector<int32_t>&)> progress;
     if (partials)
       progress = [this](size_t i, const std::vector<int32_t>& ids) { OnProgress(i, ids); };
-    const Translator& translator = *admitted_.model->translator;
-    std::vector<size_t> empty;
-    auto jobs = MakeJobs(
-        translator, admitted_.prepared, admitted_.deadline,
-        [this] { return cancelled_.load() || aborted_.load(); },
-        [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); }, progress,
-        &empty);
-    if (!jobs.empty()) {
-      if (auto s = admitted_.model->scheduler->Submit(std::move(jobs)); !s.ok()) {
-        return FailNow(s);
-      }
-    }
-    for (size_t i : empty) OnSentence(i, translator.EmptySourceResult(admitted_.prepared.options));
+    auto s = StartSentences(
+        admitted_, [this] { return cancelled_.load() || aborted_.load(); },
+        [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); },
+        progress);
+    if (!s.ok()) return FailNow(s);
   }
 
   void OnProgress(size_t i, const std::vector<int32_t>& ids) {
