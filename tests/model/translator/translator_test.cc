@@ -60,6 +60,7 @@ TEST_F(TranslatorTest, EmptyAndBlankTextsTranslateToTheEmptyText) {
     EXPECT_TRUE(translator_->IsEmptySource(*translator_->Tokenize(texts[i], false)));
   }
   const auto alone = translator_->Translate(std::span(&texts[1], 1), o);
+  ASSERT_TRUE(alone.ok()) << alone.status();
   EXPECT_EQ((*out)[1].best.ids, (*alone)[0].best.ids);
   EXPECT_FALSE(translator_->IsEmptySource(*translator_->Tokenize("x", false)));
   o.return_alignment = true;
