@@ -112,25 +112,6 @@ int SafetensorsDtypeBits(std::string_view dtype) {
   return 0;
 }
 
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1Fu;
-  const uint32_t mant = h & 0x3FFu;
-  uint32_t bits;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | (mant << 13);  // Inf, or NaN with its payload kept.
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);  // Rebias 15 -> 127.
-  } else if (mant == 0) {
-    bits = sign;
-  } else {
-    // Subnormal: mant * 2^-24; both factors are exact in float, so the product is exact.
-    const float magnitude = static_cast<float>(mant) * 0x1p-24f;
-    return sign ? -magnitude : magnitude;
-  }
-  return std::bit_cast<float>(bits);
-}
-
 float BFloat16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
 SafetensorsFile::Mapping::Mapping(Mapping&& other) noexcept

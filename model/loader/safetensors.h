@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "model/core/half.h"
 
 namespace transerve {
 
@@ -29,9 +30,7 @@ struct SafetensorsTensorInfo {
 // Names are case-sensitive, as in the reference.
 int SafetensorsDtypeBits(std::string_view dtype);
 
-// Exact IEEE binary16 / bfloat16 -> binary32 conversions (subnormals, infinities and NaN payloads
-// preserved).
-float HalfToFloat(uint16_t bits);
+// Exact bfloat16 -> binary32 conversion (HalfToFloat, for binary16, is in model/core/half.h).
 float BFloat16ToFloat(uint16_t bits);
 
 class SafetensorsFile {

@@ -25,40 +25,6 @@ void AppendLE(std::string* out, uint64_t v, int bytes) {
 
 }  // namespace
 
-uint16_t FloatToHalf(float value) {
-  const uint32_t x = std::bit_cast<uint32_t>(value);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  const uint32_t abs = x & 0x7FFFFFFFu;
-  if (abs >= 0x7F800000u) {
-    if (abs == 0x7F800000u) return sign | 0x7C00u;
-    // NaN: keep the top payload bits and force the quiet bit so it cannot turn into infinity.
-    return static_cast<uint16_t>(sign | 0x7E00u | ((abs >> 13) & 0x3FFu));
-  }
-  const int exp = static_cast<int>(abs >> 23) - 127;
-  if (exp > 15) return sign | 0x7C00u;  // Beyond the largest finite half even before rounding.
-  uint32_t half;
-  uint32_t rest;     // The bits dropped by the shift.
-  uint32_t halfway;  // Value of `rest` exactly halfway between two halves.
-  if (exp >= -14) {
-    // Normal: keep 10 of the 23 mantissa bits. A rounding carry may ripple into the exponent,
-    // which is exactly right (up to and including overflow to infinity, 0x7C00).
-    half = (static_cast<uint32_t>(exp + 15) << 10) | ((abs & 0x7FFFFFu) >> 13);
-    rest = abs & 0x1FFFu;
-    halfway = 0x1000u;
-  } else if (exp >= -25) {
-    // Subnormal half: count units of 2^-24. The value is mant24 * 2^(exp - 23).
-    const uint32_t mant24 = (abs & 0x7FFFFFu) | 0x800000u;
-    const int shift = -exp - 1;  // 14..24
-    half = mant24 >> shift;
-    rest = mant24 & ((1u << shift) - 1);
-    halfway = 1u << (shift - 1);
-  } else {
-    return sign;  // Below half of the smallest subnormal: rounds to zero.
-  }
-  if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
-  return static_cast<uint16_t>(sign | half);
-}
-
 uint16_t FloatToBFloat16(float value) {
   const uint32_t x = std::bit_cast<uint32_t>(value);
   if ((x & 0x7FFFFFFFu) > 0x7F800000u) {

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "model/core/half.h"
 
 namespace transerve {
 
@@ -23,9 +24,8 @@ struct NamedTensor {
   std::string raw;             // For non-float dtypes only.
 };
 
-// IEEE binary16 / bfloat16 from float, round to nearest even; overflow gives infinity, NaN stays a
-// (quiet) NaN with the sign kept.
-uint16_t FloatToHalf(float value);
+// bfloat16 from float, round to nearest even; overflow gives infinity, NaN stays a (quiet) NaN
+// with the sign kept (FloatToHalf, for binary16, is in model/core/half.h).
 uint16_t FloatToBFloat16(float value);
 
 // The whole file as bytes: 8-byte header length, JSON header padded with spaces to a multiple of 8,
