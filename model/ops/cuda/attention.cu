@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/ops/cuda/cuda_status.h"
+#include "model/ops/cuda/launch.h"
 #include "model/ops/cuda/plugin_abi.h"
 
 namespace transerve::cuda {
@@ -42,7 +43,8 @@ __global__ void AttendKernel(const float* q, int64_t q_stride, int32_t heads, in
                              const TranserveCudaKvSegment* segments, const int32_t* row_segments,
                              float scale, float* out, int64_t out_stride, float* head_mean,
                              int64_t mean_stride) {
-  extern __shared__ float scores[];  // positions of this row, then kThreads/32 reduction slots
+  float* scores =
+      DynamicShared<float>();  // positions of this row, then kThreads/32 reduction slots
   const int row = blockIdx.x, head = blockIdx.y;
   const int first = row_segments[row], last = row_segments[row + 1];
   int positions = 0;
@@ -122,9 +124,8 @@ int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int
   const auto* device_offsets =
       reinterpret_cast<const int32_t*>(static_cast<const char*>(tables) + segment_bytes);
   const size_t shared = sizeof(float) * (longest + kThreads / 32);
-  AttendKernel<<<dim3(rows, heads), kThreads, shared, Stream()>>>(
-      q, q_stride, heads, head_dim, device_segments, device_offsets, scale, out, out_stride,
-      head_mean, mean_stride);
+  Launch(AttendKernel, dim3(rows, heads), dim3(kThreads), shared, Stream(), q, q_stride, heads,
+         head_dim, device_segments, device_offsets, scale, out, out_stride, head_mean, mean_stride);
   return Check(cudaGetLastError(), "attention kernel");
 }
 

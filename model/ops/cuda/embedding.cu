@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "model/ops/cuda/cuda_status.h"
+#include "model/ops/cuda/launch.h"
 
 namespace transerve::cuda {
 namespace {
@@ -36,8 +37,8 @@ int EmbedF32(const float* table, const int32_t* ids, const int32_t* positions, i
       Check(cudaStreamSynchronize(Stream()), "embed: upload ids")) {
     return 1;
   }
-  EmbedKernel<<<static_cast<unsigned>(rows), 128, 0, Stream()>>>(
-      table, device_indices, device_indices + rows, d, scale, position_table, out);
+  Launch(EmbedKernel, dim3(static_cast<unsigned>(rows)), dim3(128), 0, Stream(), table,
+         device_indices, device_indices + rows, d, scale, position_table, out);
   return Check(cudaGetLastError(), "embed kernel");
 }
 

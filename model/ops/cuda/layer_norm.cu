@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "model/ops/cuda/cuda_status.h"
+#include "model/ops/cuda/launch.h"
 
 namespace transerve::cuda {
 namespace {
@@ -52,8 +53,8 @@ __global__ void AddLayerNormKernel(const float* x, const float* residual, const 
 int AddLayerNormF32(const float* x, const float* residual, const float* gamma, const float* beta,
                     int64_t rows, int64_t d, float eps, float* out) {
   if (rows == 0) return 0;
-  AddLayerNormKernel<<<static_cast<unsigned>(rows), kThreads, 0, Stream()>>>(x, residual, gamma,
-                                                                             beta, d, eps, out);
+  Launch(AddLayerNormKernel, dim3(static_cast<unsigned>(rows)), dim3(kThreads), 0, Stream(), x,
+         residual, gamma, beta, d, eps, out);
   return Check(cudaGetLastError(), "add_layer_norm kernel");
 }
 

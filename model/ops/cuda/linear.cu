@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "model/ops/cuda/cuda_status.h"
+#include "model/ops/cuda/launch.h"
 #include "model/ops/cuda/plugin_abi.h"
 
 namespace transerve::cuda {
@@ -41,8 +42,8 @@ int BiasAndActivation(float* y, const float* bias, int64_t m, int64_t n, int act
   if (bias == nullptr && activation == TRANSERVE_CUDA_IDENTITY) return 0;
   const int64_t total = m * n;
   const int threads = 256;
-  BiasActivate<<<static_cast<unsigned>((total + threads - 1) / threads), threads, 0, Stream()>>>(
-      y, bias, m, n, activation);
+  Launch(BiasActivate, dim3(static_cast<unsigned>((total + threads - 1) / threads)), dim3(threads),
+         0, Stream(), y, bias, m, n, activation);
   return Check(cudaGetLastError(), "linear: bias and activation kernel");
 }
 
@@ -50,8 +51,8 @@ int BiasAndActivation(float* y, const float* bias, int64_t m, int64_t n, int act
 
 int ToF16(const float* in, void* out, int64_t n) {
   if (n == 0) return 0;
-  ToHalf<<<static_cast<unsigned>((n + 255) / 256), 256, 0, Stream()>>>(
-      in, static_cast<__half*>(out), n);
+  Launch(ToHalf, dim3(static_cast<unsigned>((n + 255) / 256)), dim3(256), 0, Stream(), in,
+         static_cast<__half*>(out), n);
   return Check(cudaGetLastError(), "to_f16 kernel");
 }
 

@@ -10,6 +10,7 @@
 
 #include "model/ops/cuda/caching_allocator.h"
 #include "model/ops/cuda/cuda_status.h"
+#include "model/ops/cuda/launch.h"
 #include "model/ops/cuda/plugin_abi.h"
 
 namespace transerve::cuda {
@@ -47,8 +48,6 @@ __global__ void ScaleAndAdd(const float* x, const float* y, float a, float* out,
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = a * x[i] + y[i];
 }
-
-// Plain cudaMalloc for now; the caching allocator of docs/cuda.md replaces it.
 
 int Copy(void* dst, const void* src, size_t bytes, int direction) {
   const cudaMemcpyKind kind = direction == TRANSERVE_CUDA_HOST_TO_DEVICE ? cudaMemcpyHostToDevice
@@ -132,7 +131,8 @@ __attribute__((visibility("default"))) int transerve_cuda_self_test(char* messag
   if (error == cudaSuccess) error = cudaMemcpy(dx, x.data(), bytes, cudaMemcpyHostToDevice);
   if (error == cudaSuccess) error = cudaMemcpy(dy, y.data(), bytes, cudaMemcpyHostToDevice);
   if (error == cudaSuccess) {
-    ScaleAndAdd<<<(n + 255) / 256, 256>>>(dx, dy, 1.5f, dout, n);
+    transerve::cuda::Launch(ScaleAndAdd, dim3((n + 255) / 256), dim3(256), 0, nullptr, dx, dy, 1.5f,
+                            dout, n);
     error = cudaGetLastError();
   }
   if (error == cudaSuccess) error = cudaMemcpy(out.data(), dout, bytes, cudaMemcpyDeviceToHost);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/ops/cuda/cuda_status.h"
+#include "model/ops/cuda/launch.h"
 
 namespace transerve::cuda {
 namespace {
@@ -114,9 +115,10 @@ int TopKF32(const float* logits, int32_t rows, int32_t vocab, const int32_t* k,
   auto* device_tokens = reinterpret_cast<int32_t*>(data + out_offset);
   auto* device_log_probs =
       reinterpret_cast<float*>(device_tokens + static_cast<size_t>(rows) * max_k);
-  TopKKernel<<<rows, kThreads, 0, Stream()>>>(logits, vocab, reinterpret_cast<const int32_t*>(data),
-                                              reinterpret_cast<const uint8_t*>(data + ban_offset),
-                                              pad, eos, max_k, device_tokens, device_log_probs);
+  Launch(TopKKernel, dim3(rows), dim3(kThreads), 0, Stream(), logits, vocab,
+         reinterpret_cast<const int32_t*>(data),
+         reinterpret_cast<const uint8_t*>(data + ban_offset), pad, eos, max_k, device_tokens,
+         device_log_probs);
   if (Check(cudaGetLastError(), "top_k kernel")) return 1;
   const size_t n = static_cast<size_t>(rows) * max_k;
   if (Check(cudaMemcpyAsync(tokens, device_tokens, sizeof(int32_t) * n, cudaMemcpyDeviceToHost,
