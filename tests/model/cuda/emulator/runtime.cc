@@ -1,0 +1,259 @@
+// The emulated CUDA runtime: one device whose memory is host pages that host code cannot touch
+// (they are opened only while a kernel or a copy runs), copies that check their direction and
+// bounds as the driver would, and one in-order stream on which everything completes at once.
+// The memory is never reused: enough for tests, whose models are small.
+#include <sys/mman.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <mutex>
+
+#include "cuda_runtime.h"
+#include "tests/model/cuda/emulator/emulator.h"
+
+namespace transerve_cuda_emulator {
+namespace {
+
+constexpr size_t kDeviceBytes = size_t{4} << 30;  // the emulated device's memory
+constexpr size_t kAlignment = 256;                // cudaMalloc's guarantee
+
+// Device memory is one reserved range handed out front to back and never reused, so a pointer
+// kept after cudaFree still fails the checks below. Opening or closing it is one mprotect of
+// the used part.
+struct Device {
+  std::recursive_mutex mu;
+  char* arena = nullptr;
+  size_t used = 0;
+  std::map<const char*, size_t> allocations;  // live: data address -> bytes requested
+  int open = 0;                               // DeviceAccess depth
+};
+
+Device& TheDevice() {
+  static Device* device = [] {
+    auto* d = new Device();  // never destroyed: frees may come after static teardown
+    void* arena =
+        mmap(nullptr, kDeviceBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (arena == MAP_FAILED) Fail("cannot reserve the emulated device memory");
+    d->arena = static_cast<char*>(arena);
+    return d;
+  }();
+  return *device;
+}
+
+void Protect(Device& device, int protection) {
+  if (device.used > 0 && mprotect(device.arena, device.used, protection) != 0) {
+    Fail("mprotect failed");
+  }
+}
+
+// Whether [ptr, ptr + bytes) lies in one live allocation.
+bool Contains(Device& device, const void* ptr, size_t bytes) {
+  const char* p = static_cast<const char*>(ptr);
+  auto it = device.allocations.upper_bound(p);
+  if (it == device.allocations.begin()) return false;
+  --it;
+  return p >= it->first && p + bytes <= it->first + it->second;
+}
+
+thread_local cudaError_t last_error = cudaSuccess;
+
+}  // namespace
+
+cudaError_t RecordError(cudaError_t error) {
+  if (error != cudaSuccess) last_error = error;
+  return error;
+}
+
+bool IsDeviceRange(const void* ptr, size_t bytes) {
+  Device& device = TheDevice();
+  std::lock_guard<std::recursive_mutex> lock(device.mu);
+  return Contains(device, ptr, bytes);
+}
+
+void RequireDevicePointer(const void* ptr, const char* what) {
+  if (ptr != nullptr && !IsDeviceRange(ptr, 1)) {
+    std::fprintf(stderr, "CUDA emulator: %s %p is not device memory\n", what, ptr);
+    std::abort();
+  }
+}
+
+DeviceAccess::DeviceAccess() {
+  Device& device = TheDevice();
+  device.mu.lock();
+  if (device.open++ == 0) Protect(device, PROT_READ | PROT_WRITE);
+}
+
+DeviceAccess::~DeviceAccess() {
+  Device& device = TheDevice();
+  if (--device.open == 0) Protect(device, PROT_NONE);
+  device.mu.unlock();
+}
+
+namespace {
+
+// Checks a copy's ranges against its direction, then performs it with device memory open.
+cudaError_t Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (bytes == 0) return cudaSuccess;
+  const bool device_dst = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool device_src = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  if (kind == cudaMemcpyHostToHost) return RecordError(cudaErrorInvalidMemcpyDirection);
+  if (IsDeviceRange(dst, bytes) != device_dst || IsDeviceRange(src, bytes) != device_src) {
+    std::fprintf(stderr,
+                 "CUDA emulator: copy of %zu bytes %p -> %p (kind %d) out of bounds or "
+                 "in the wrong direction\n",
+                 bytes, src, dst, static_cast<int>(kind));
+    return RecordError(cudaErrorInvalidValue);
+  }
+  const DeviceAccess access;
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+
+}  // namespace
+}  // namespace transerve_cuda_emulator
+
+using transerve_cuda_emulator::RecordError;
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (device != 0) return RecordError(cudaErrorInvalidValue);
+  std::memset(prop, 0, sizeof(*prop));
+  std::snprintf(prop->name, sizeof(prop->name), "transerve CUDA emulator (host CPU, no GPU)");
+  prop->totalGlobalMem = transerve_cuda_emulator::kDeviceBytes;
+  prop->major = 9;
+  prop->minor = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void** ptr, size_t bytes) {
+  using namespace transerve_cuda_emulator;
+  *ptr = nullptr;
+  Device& device = TheDevice();
+  std::lock_guard<std::recursive_mutex> lock(device.mu);
+  if (bytes == 0) return cudaSuccess;
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (bytes > kDeviceBytes || rounded > kDeviceBytes - device.used) {
+    return RecordError(cudaErrorMemoryAllocation);
+  }
+  char* data = device.arena + device.used;
+  device.used += rounded;
+  // Like a GPU's, fresh memory holds garbage (NaN floats, -1 integers), not zeros.
+  if (mprotect(device.arena, device.used, PROT_READ | PROT_WRITE) != 0) Fail("mprotect failed");
+  std::memset(data, 0xFF, rounded);
+  if (device.open == 0) Protect(device, PROT_NONE);
+  device.allocations.emplace(data, bytes);
+  *ptr = data;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* ptr) {
+  using namespace transerve_cuda_emulator;
+  if (ptr == nullptr) return cudaSuccess;
+  Device& device = TheDevice();
+  std::lock_guard<std::recursive_mutex> lock(device.mu);
+  auto it = device.allocations.find(static_cast<const char*>(ptr));
+  if (it == device.allocations.end()) return RecordError(cudaErrorInvalidDevicePointer);
+  device.allocations.erase(it);
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned /*flags*/) {
+  *ptr = std::malloc(bytes == 0 ? 1 : bytes);
+  return *ptr != nullptr ? cudaSuccess : RecordError(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaFreeHost(void* ptr) {
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  return transerve_cuda_emulator::Copy(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t) {
+  return transerve_cuda_emulator::Copy(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t) {
+  using namespace transerve_cuda_emulator;
+  if (bytes == 0) return cudaSuccess;
+  if (!IsDeviceRange(dst, bytes)) return RecordError(cudaErrorInvalidValue);
+  const DeviceAccess access;
+  std::memset(dst, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
+  static char the_stream;
+  *stream = reinterpret_cast<cudaStream_t>(&the_stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
+  static char the_event;
+  *event = reinterpret_cast<cudaEvent_t>(&the_event);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+
+cudaError_t cudaGetLastError() {
+  const cudaError_t error = transerve_cuda_emulator::last_error;
+  transerve_cuda_emulator::last_error = cudaSuccess;
+  return error;
+}
+
+const char* cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer:
+      return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidMemcpyDirection:
+      return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorNoDevice:
+      return "cudaErrorNoDevice";
+    case cudaErrorIllegalAddress:
+      return "cudaErrorIllegalAddress";
+  }
+  return "cudaErrorUnknown";
+}
+
+const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer:
+      return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection:
+      return "invalid copy direction for memcpy";
+    case cudaErrorNoDevice:
+      return "no CUDA-capable device is detected";
+    case cudaErrorIllegalAddress:
+      return "an illegal memory access was encountered";
+  }
+  return "unknown error";
+}
