@@ -50,7 +50,7 @@ echo
 echo "device check ($(( $(date +%s) - start )) s), logs in $OUT:"
 head -2 "$OUT/gpu.log" 2>/dev/null | tail -1
 printf '%s\n' "${summary[@]}"
-grep -h -E "Skipped|device auto|sentences with the reference" "$OUT/cuda-tests.log" 2>/dev/null | head -6
+grep -h -E "Skipped|device auto|sentences with the|float16" "$OUT/cuda-tests.log" 2>/dev/null | head -8
 for dtype in float32 float16; do
   echo "engine on the GPU, $dtype (target tok/s):"
   grep -E "^(1|32|128) " "$OUT/engine-gpu-$dtype.log" 2>/dev/null
