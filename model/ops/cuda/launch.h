@@ -21,7 +21,10 @@ T* DynamicShared() {
 template <typename... Params, typename... Args>
 void Launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
             cudaStream_t stream, Args... args) {
-  kernel<<<grid, block, shared_bytes, stream> > >(args...);
+  // clang-format would split the chevrons, which nvcc then rejects.
+  // clang-format off
+  kernel<<<grid, block, shared_bytes, stream>>>(args...);
+  // clang-format on
 }
 
 // The block's dynamic shared memory (the launch's shared_bytes), 16-byte aligned.
