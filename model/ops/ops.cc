@@ -228,17 +228,13 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
     const TranserveCudaApi& api = RequireCuda("CachedSelfAttention");
     const int64_t d = qkv.dim(1) / 3;
     const float* base = qkv.f32();
+    std::vector<float*> key_rows(caches.size()), value_rows(caches.size());
     for (size_t r = 0; r < caches.size(); ++r) {
-      float* key_row = nullptr;
-      float* value_row = nullptr;
-      if (!caches[r]->PrepareAppend(layer, &key_row, &value_row)) return false;
-      const float* row = base + static_cast<int64_t>(r) * 3 * d;
-      const size_t bytes = static_cast<size_t>(d) * sizeof(float);
-      CheckCuda(api.copy(key_row, row + d, bytes, TRANSERVE_CUDA_DEVICE_TO_DEVICE), api,
-                "CachedSelfAttention: append");
-      CheckCuda(api.copy(value_row, row + 2 * d, bytes, TRANSERVE_CUDA_DEVICE_TO_DEVICE), api,
-                "CachedSelfAttention: append");
+      if (!caches[r]->PrepareAppend(layer, &key_rows[r], &value_rows[r])) return false;
     }
+    CheckCuda(api.append_kv_f32(base, static_cast<int32_t>(caches.size()), d, key_rows.data(),
+                                value_rows.data()),
+              api, "CachedSelfAttention: append");
     CudaAttention attention;
     for (SequenceKvCache* cache : caches) {
       int32_t remaining = cache->length() + 1;  // the step is committed after all layers

@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstdint>
-#include <cstring>
-#include <vector>
 
 #include "model/ops/cuda/cuda_status.h"
 #include "model/ops/cuda/launch.h"
@@ -99,14 +97,9 @@ int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int
   const size_t segment_bytes = static_cast<size_t>(total_segments) * sizeof(TranserveCudaKvSegment);
   const size_t offset_bytes = static_cast<size_t>(rows + 1) * sizeof(int32_t);
   void* tables = scratch.Get(segment_bytes + offset_bytes, "attention: scratch");
-  if (tables == nullptr) return 1;
-  // One upload for both tables; the copy waits for the host arrays to be read.
-  std::vector<char> host(segment_bytes + offset_bytes);
-  std::memcpy(host.data(), segments, segment_bytes);
-  std::memcpy(host.data() + segment_bytes, row_segments, offset_bytes);
-  if (Check(cudaMemcpyAsync(tables, host.data(), host.size(), cudaMemcpyHostToDevice, Stream()),
-            "attention: upload segments") ||
-      Check(cudaStreamSynchronize(Stream()), "attention: upload segments")) {
+  if (tables == nullptr ||
+      UploadAsync(tables, {{segments, segment_bytes}, {row_segments, offset_bytes}},
+                  "attention: upload segments")) {
     return 1;
   }
   int longest = 0;

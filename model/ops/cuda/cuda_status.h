@@ -5,6 +5,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <initializer_list>
+
 namespace transerve::cuda {
 
 // Records `what` with the CUDA error and returns 1; returns 0 for cudaSuccess.
@@ -27,5 +30,20 @@ class DeviceScratch {
 // The plugin's stream and cuBLAS handle (created on first use, device 0).
 cudaStream_t Stream();
 cublasHandle_t Blas();
+
+// Waits for the stream; 1 with the error recorded under `what` on failure. Every wait goes
+// through here, since it also frees the upload staging area below.
+int SynchronizeStream(const char* what);
+
+// Uploads of small per-call tables (ids, segment lists, pointers) without waiting for them:
+// the bytes are staged in pinned host memory, whose copy the stream performs later, and the
+// area is reused only once the stream has been waited for (each decoder step ends with one,
+// when the chosen tokens are read). Queues the copy of `bytes` from `parts` (concatenated) to
+// `device`; 1 with the error recorded under `what` on failure.
+struct HostPart {
+  const void* data;
+  size_t bytes;
+};
+int UploadAsync(void* device, std::initializer_list<HostPart> parts, const char* what);
 
 }  // namespace transerve::cuda

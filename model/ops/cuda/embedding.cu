@@ -1,7 +1,5 @@
 // Token embeddings scaled, plus sinusoidal (or stored) positions: one block per row.
 #include <cstdint>
-#include <cstring>
-#include <vector>
 
 #include "model/ops/cuda/cuda_status.h"
 #include "model/ops/cuda/launch.h"
@@ -28,13 +26,8 @@ int EmbedF32(const float* table, const int32_t* ids, const int32_t* positions, i
   auto* device_indices =
       static_cast<int32_t*>(scratch.Get(sizeof(int32_t) * 2 * rows, "embed: scratch"));
   if (device_indices == nullptr) return 1;
-  std::vector<int32_t> host(2 * rows);
-  std::memcpy(host.data(), ids, sizeof(int32_t) * rows);
-  std::memcpy(host.data() + rows, positions, sizeof(int32_t) * rows);
-  if (Check(cudaMemcpyAsync(device_indices, host.data(), sizeof(int32_t) * 2 * rows,
-                            cudaMemcpyHostToDevice, Stream()),
-            "embed: upload ids") ||
-      Check(cudaStreamSynchronize(Stream()), "embed: upload ids")) {
+  const size_t bytes = sizeof(int32_t) * rows;
+  if (UploadAsync(device_indices, {{ids, bytes}, {positions, bytes}}, "embed: upload ids")) {
     return 1;
   }
   Launch(EmbedKernel, dim3(static_cast<unsigned>(rows)), dim3(128), 0, Stream(), table,

@@ -29,6 +29,8 @@ int LinearF16W(const float* x, int64_t m, int64_t k, const void* w16, int64_t n,
 int TopKF32(const float* logits, int32_t rows, int32_t vocab, const int32_t* k,
             const uint8_t* ban_eos, int32_t pad, int32_t eos, int32_t max_k, int32_t* tokens,
             float* log_probs);
+int AppendKvF32(const float* qkv, int32_t rows, int64_t d, float* const* key_rows,
+                float* const* value_rows);
 }  // namespace transerve::cuda
 
 namespace {
@@ -54,15 +56,17 @@ int Copy(void* dst, const void* src, size_t bytes, int direction) {
                               : direction == TRANSERVE_CUDA_DEVICE_TO_HOST
                                   ? cudaMemcpyDeviceToHost
                                   : cudaMemcpyDeviceToDevice;
-  cudaStream_t stream = transerve::cuda::Stream();
-  if (transerve::cuda::Check(cudaMemcpyAsync(dst, src, bytes, kind, stream), "copy")) return 1;
-  // Host memory is pageable and may be reused at once by the caller: wait.
-  return transerve::cuda::Check(cudaStreamSynchronize(stream), "copy: synchronize");
+  if (transerve::cuda::Check(cudaMemcpyAsync(dst, src, bytes, kind, transerve::cuda::Stream()),
+                             "copy")) {
+    return 1;
+  }
+  // A device copy stays on the stream. A host one waits: the caller may read the result, or
+  // reuse its pageable source, at once.
+  if (kind == cudaMemcpyDeviceToDevice) return 0;
+  return transerve::cuda::SynchronizeStream("copy: synchronize");
 }
 
-int Synchronize() {
-  return transerve::cuda::Check(cudaStreamSynchronize(transerve::cuda::Stream()), "synchronize");
-}
+int Synchronize() { return transerve::cuda::SynchronizeStream("synchronize"); }
 
 const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
                                transerve::cuda::CachedAllocate,
@@ -76,6 +80,7 @@ const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
                                transerve::cuda::ToF16,
                                transerve::cuda::LinearF16W,
                                transerve::cuda::TopKF32,
+                               transerve::cuda::AppendKvF32,
                                transerve::cuda::LastError};
 
 }  // namespace

@@ -12,7 +12,7 @@ extern "C" {
 
 #include <stdint.h>
 
-#define TRANSERVE_CUDA_PLUGIN_ABI 6
+#define TRANSERVE_CUDA_PLUGIN_ABI 7
 
 // Returns TRANSERVE_CUDA_PLUGIN_ABI.
 typedef int (*TranserveCudaAbiFn)(void);
@@ -90,6 +90,11 @@ typedef struct TranserveCudaApi {
   int (*top_k_f32)(const float* logits, int32_t rows, int32_t vocab, const int32_t* k,
                    const uint8_t* ban_eos, int32_t pad, int32_t eos, int32_t max_k, int32_t* tokens,
                    float* log_probs);
+  // Appends a decoder step's keys and values to the KV cache: row r's key (qkv[r, d:2d]) to
+  // key_rows[r] and its value (qkv[r, 2d:3d]) to value_rows[r]; qkv is [rows, 3d] on the
+  // device, key_rows and value_rows host arrays of device pointers.
+  int (*append_kv_f32)(const float* qkv, int32_t rows, int64_t d, float* const* key_rows,
+                       float* const* value_rows);
   const char* (*last_error)(void);
 } TranserveCudaApi;
 

@@ -4,8 +4,6 @@
 // 1 for greedy, 2 x beam for beam search).
 #include <cfloat>
 #include <cstdint>
-#include <cstring>
-#include <vector>
 
 #include "model/ops/cuda/cuda_status.h"
 #include "model/ops/cuda/launch.h"
@@ -100,16 +98,11 @@ int TopKF32(const float* logits, int32_t rows, int32_t vocab, const int32_t* k,
   const size_t k_bytes = sizeof(int32_t) * rows;
   const size_t ban_bytes = sizeof(uint8_t) * rows;
   const size_t out_bytes = (sizeof(int32_t) + sizeof(float)) * static_cast<size_t>(rows) * max_k;
-  // Layout: k | outputs (aligned) | ban flags.
-  const size_t out_offset = (k_bytes + 15) / 16 * 16;
-  const size_t ban_offset = out_offset + out_bytes;
-  char* data = static_cast<char*>(scratch.Get(ban_offset + ban_bytes, "top_k: scratch"));
-  if (data == nullptr) return 1;
-  std::vector<char> upload(ban_offset + ban_bytes);
-  std::memcpy(upload.data(), k, k_bytes);
-  std::memcpy(upload.data() + ban_offset, ban_eos, ban_bytes);
-  if (Check(cudaMemcpyAsync(data, upload.data(), upload.size(), cudaMemcpyHostToDevice, Stream()),
-            "top_k: upload")) {
+  // Layout: k | ban flags | outputs (aligned).
+  const size_t ban_offset = k_bytes;
+  const size_t out_offset = (k_bytes + ban_bytes + 15) / 16 * 16;
+  char* data = static_cast<char*>(scratch.Get(out_offset + out_bytes, "top_k: scratch"));
+  if (data == nullptr || UploadAsync(data, {{k, k_bytes}, {ban_eos, ban_bytes}}, "top_k: upload")) {
     return 1;
   }
   auto* device_tokens = reinterpret_cast<int32_t*>(data + out_offset);
@@ -129,7 +122,7 @@ int TopKF32(const float* logits, int32_t rows, int32_t vocab, const int32_t* k,
             "top_k: download")) {
     return 1;
   }
-  return Check(cudaStreamSynchronize(Stream()), "top_k: synchronize");
+  return SynchronizeStream("top_k: synchronize");  // the step's one wait: the chosen tokens
 }
 
 }  // namespace transerve::cuda
