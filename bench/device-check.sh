@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# One run on a lent GPU machine (docs/cuda.md): builds with the CUDA plugin, runs the CUDA
-# tests (plugin probe, self-test kernel; under compute-sanitizer memcheck when present) and
-# prints a short table last. Full output goes to OUT (default build/device-check/).
-# It grows with the CUDA backend: the GPU parity tests and the engine and server benchmarks on
-# the device join it as they exist. Must stay well under 8 minutes.
+# One run on a lent GPU machine (docs/cuda.md): builds with the CUDA plugin; runs the CUDA
+# tests (under compute-sanitizer memcheck when present), the engine benchmark on the GPU
+# (float32 and float16) and the server under loadgen on the GPU; prints a short table last.
+# Full output goes to OUT (default build/device-check/). Must stay well under 8 minutes.
 # Usage: bench/device-check.sh [OUT]
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -45,6 +44,8 @@ for dtype in float32 float16; do
     --device=cuda --dtype="$dtype" --batch_sizes=1,32,128 --searches=greedy,beam4 --repeats=1 \
     --json="$OUT/engine_gpu_$dtype.json"
 done
+# The server under loadgen on the GPU: the shipped model, float16 (the GPU default), greedy.
+step server-gpu env DURATION=15 bench/server_device_check.sh models/en-de-small cuda "$OUT/server"
 
 echo
 echo "device check ($(( $(date +%s) - start )) s), logs in $OUT:"
@@ -55,3 +56,5 @@ for dtype in float32 float16; do
   echo "engine on the GPU, $dtype (target tok/s):"
   grep -E "^(1|32|128) " "$OUT/engine-gpu-$dtype.log" 2>/dev/null
 done
+echo "server on the GPU (models/en-de-small, float16, greedy, closed loop):"
+grep -E "^(concurrency|64 |256 )" "$OUT/server-gpu.log" 2>/dev/null
