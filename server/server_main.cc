@@ -201,11 +201,15 @@ int Run() {
   Log().info("listening on {}:{} (metrics port {}); loading models", host, (*server)->port(),
              (*server)->metrics_port());
   std::atomic<bool> load_failed{false};
+  // The failed load wakes this thread with a signal aimed at it: one sent to the process could
+  // land, before this thread reaches sigwait, on a thread started ahead of main (OpenBLAS's)
+  // that does not block SIGTERM, and end the process with it instead of exit status 1.
+  const pthread_t main_thread = pthread_self();
   std::thread loader([&] {
     if (auto s = (*server)->LoadModels(); !s.ok()) {
       Log().error("cannot load models: {}", s.ToString());
       load_failed.store(true);
-      kill(getpid(), SIGTERM);
+      pthread_kill(main_thread, SIGTERM);
       return;
     }
     Log().info("serving: {}", (*server)->Summary());
