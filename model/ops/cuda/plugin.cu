@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "model/ops/cuda/caching_allocator.h"
@@ -68,20 +69,42 @@ int Copy(void* dst, const void* src, size_t bytes, int direction) {
 
 int Synchronize() { return transerve::cuda::SynchronizeStream("synchronize"); }
 
-const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
-                               transerve::cuda::CachedAllocate,
-                               transerve::cuda::CachedFree,
-                               Copy,
-                               Synchronize,
-                               transerve::cuda::LinearF32,
-                               transerve::cuda::AddLayerNormF32,
-                               transerve::cuda::AttendF32,
-                               transerve::cuda::EmbedF32,
-                               transerve::cuda::ToF16,
-                               transerve::cuda::LinearF16W,
-                               transerve::cuda::TopKF32,
-                               transerve::cuda::AppendKvF32,
-                               transerve::cuda::LastError};
+// The primitives share one stream, one cuBLAS handle and per-primitive device scratch, so calls
+// from different host threads (one scheduler per served model) take turns, each call whole:
+// its uploads, launches and scratch then stay in order on the stream.
+std::mutex& ApiMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+template <auto Fn>
+struct Serialized;
+
+template <typename... Args, int (*Fn)(Args...)>
+struct Serialized<Fn> {
+  static int Call(Args... args) {
+    std::lock_guard<std::mutex> lock(ApiMutex());
+    return Fn(args...);
+  }
+};
+
+using transerve::cuda::AddLayerNormF32;
+using transerve::cuda::AppendKvF32;
+using transerve::cuda::AttendF32;
+using transerve::cuda::EmbedF32;
+using transerve::cuda::LinearF16W;
+using transerve::cuda::LinearF32;
+using transerve::cuda::ToF16;
+using transerve::cuda::TopKF32;
+
+// The allocator has its own lock; last_error is per thread.
+const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,         transerve::cuda::CachedAllocate,
+                               transerve::cuda::CachedFree,       Serialized<Copy>::Call,
+                               Serialized<Synchronize>::Call,     Serialized<LinearF32>::Call,
+                               Serialized<AddLayerNormF32>::Call, Serialized<AttendF32>::Call,
+                               Serialized<EmbedF32>::Call,        Serialized<ToF16>::Call,
+                               Serialized<LinearF16W>::Call,      Serialized<TopKF32>::Call,
+                               Serialized<AppendKvF32>::Call,     transerve::cuda::LastError};
 
 }  // namespace
 

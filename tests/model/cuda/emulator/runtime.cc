@@ -3,6 +3,7 @@
 // bounds as the driver would, and one in-order stream on which everything completes at once.
 // The memory is never reused: enough for tests, whose models are small.
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -159,6 +160,11 @@ cudaError_t cudaFree(void* ptr) {
   std::lock_guard<std::recursive_mutex> lock(device.mu);
   auto it = device.allocations.find(static_cast<const char*>(ptr));
   if (it == device.allocations.end()) return RecordError(cudaErrorInvalidDevicePointer);
+  // Give the whole pages back, so opening and closing the arena does not keep walking them.
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(it->first) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(it->first) + it->second) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
   device.allocations.erase(it);
   return cudaSuccess;
 }
