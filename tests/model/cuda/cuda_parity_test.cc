@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "model/ops/cuda_plugin.h"
 #include "model/translator/translator.h"
@@ -55,6 +56,32 @@ TEST_P(CudaParityTest, GreedyAndBeamIdsMatchTheReferenceInOneBatch) {
     }
     std::cout << GetParam() << " " << search << ": " << same << " of " << sources.size()
               << " sentences with the reference's ids (float32 on the GPU)\n";
+  }
+}
+
+// Two models served side by side each have a scheduler thread calling the backend: its calls
+// take turns (one stream, shared scratch), so both keep the reference's ids.
+TEST_P(CudaParityTest, TwoTranslatorsOnTwoThreadsKeepTheReferenceIds) {
+  std::vector<std::vector<int32_t>> sources;
+  for (const auto& c : expected_["cases"]) {
+    sources.push_back(c["source_ids"].get<std::vector<int32_t>>());
+  }
+  DecodingOptions o;
+  o.max_length = expected_["max_length"].get<int>();
+  auto other = Translator::Create(
+      {.model_dir = testing::FixtureModelDir(GetParam()), .device = "cuda", .dtype = "float32"});
+  ASSERT_TRUE(other.ok()) << other.status();
+  std::vector<absl::StatusOr<std::vector<SearchResult>>> results(2);
+  std::thread second([&] { results[1] = (*other)->TranslateIds(sources, o); });
+  results[0] = translator_->TranslateIds(sources, o);
+  second.join();
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    for (size_t i = 0; i < sources.size(); ++i) {
+      EXPECT_EQ((*r)[i].hypotheses.at(0).ids,
+                expected_["cases"][i]["greedy"]["ids"].get<std::vector<int32_t>>())
+          << "case " << i;
+    }
   }
 }
 
