@@ -2,7 +2,6 @@
 // reflection and Prometheus metrics. Every flag can also be set by the environment variable
 // TRANSERVE_<FLAG NAME IN CAPITALS>; the command line wins over the environment.
 #include <signal.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cctype>

@@ -41,8 +41,8 @@ __global__ void AttendKernel(const float* q, int64_t q_stride, int32_t heads, in
                              const TranserveCudaKvSegment* segments, const int32_t* row_segments,
                              float scale, float* out, int64_t out_stride, float* head_mean,
                              int64_t mean_stride) {
-  float* scores =
-      DynamicShared<float>();  // positions of this row, then kThreads/32 reduction slots
+  // This row's positions, then kThreads/32 reduction slots.
+  float* scores = DynamicShared<float>();
   const int row = blockIdx.x, head = blockIdx.y;
   const int first = row_segments[row], last = row_segments[row + 1];
   int positions = 0;

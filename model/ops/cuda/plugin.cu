@@ -97,14 +97,24 @@ using transerve::cuda::LinearF32;
 using transerve::cuda::ToF16;
 using transerve::cuda::TopKF32;
 
-// The allocator has its own lock; last_error is per thread.
-const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,         transerve::cuda::CachedAllocate,
-                               transerve::cuda::CachedFree,       Serialized<Copy>::Call,
-                               Serialized<Synchronize>::Call,     Serialized<LinearF32>::Call,
-                               Serialized<AddLayerNormF32>::Call, Serialized<AttendF32>::Call,
-                               Serialized<EmbedF32>::Call,        Serialized<ToF16>::Call,
-                               Serialized<LinearF16W>::Call,      Serialized<TopKF32>::Call,
-                               Serialized<AppendKvF32>::Call,     transerve::cuda::LastError};
+// In the ABI's order, one entry per line. The allocator has its own lock; last_error is per
+// thread.
+// clang-format off
+const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
+                               transerve::cuda::CachedAllocate,
+                               transerve::cuda::CachedFree,
+                               Serialized<Copy>::Call,
+                               Serialized<Synchronize>::Call,
+                               Serialized<LinearF32>::Call,
+                               Serialized<AddLayerNormF32>::Call,
+                               Serialized<AttendF32>::Call,
+                               Serialized<EmbedF32>::Call,
+                               Serialized<ToF16>::Call,
+                               Serialized<LinearF16W>::Call,
+                               Serialized<TopKF32>::Call,
+                               Serialized<AppendKvF32>::Call,
+                               transerve::cuda::LastError};
+// clang-format on
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <span>
 #include <thread>
 
 #include "model/ops/cuda_plugin.h"
@@ -28,15 +29,34 @@ class CudaParityTest : public ::testing::TestWithParam<std::string> {
     ASSERT_EQ((*t)->device(), Device::kCuda);
     translator_ = *std::move(t);
   }
+  // The source ids of every case.
+  std::vector<std::vector<int32_t>> Sources() const {
+    std::vector<std::vector<int32_t>> sources;
+    for (const auto& c : expected_["cases"]) {
+      sources.push_back(c["source_ids"].get<std::vector<int32_t>>());
+    }
+    return sources;
+  }
   nlohmann::json expected_;
   std::unique_ptr<Translator> translator_;
 };
 
-TEST_P(CudaParityTest, GreedyAndBeamIdsMatchTheReferenceInOneBatch) {
-  std::vector<std::vector<int32_t>> sources;
-  for (const auto& c : expected_["cases"]) {
-    sources.push_back(c["source_ids"].get<std::vector<int32_t>>());
+// The largest |got - want| over a logits row, relative to the row's largest |want|: logits near
+// zero carry the rounding of the whole row, not a relative one of their own.
+float RelativeDeviation(std::span<const float> got, std::span<const float> want) {
+  float max_abs = 0.0f, deviation = 0.0f;
+  for (size_t v = 0; v < want.size(); ++v) {
+    max_abs = std::max(max_abs, std::fabs(want[v]));
+    deviation = std::max(deviation, std::fabs(got[v] - want[v]));
   }
+  return deviation / max_abs;
+}
+
+// A float32 tensor's values (here: the one logits row of a single sentence's step).
+std::span<const float> Floats(const Tensor& t) { return {t.f32(), static_cast<size_t>(t.numel())}; }
+
+TEST_P(CudaParityTest, GreedyAndBeamIdsMatchTheReferenceInOneBatch) {
+  const std::vector<std::vector<int32_t>> sources = Sources();
   for (const char* search : {"greedy", "beam"}) {
     DecodingOptions o;
     o.beam_size = std::string(search) == "greedy" ? 1 : expected_.value("beam_size", 4);
@@ -62,10 +82,7 @@ TEST_P(CudaParityTest, GreedyAndBeamIdsMatchTheReferenceInOneBatch) {
 // Two models served side by side each have a scheduler thread calling the backend: its calls
 // take turns (one stream, shared scratch), so both keep the reference's ids.
 TEST_P(CudaParityTest, TwoTranslatorsOnTwoThreadsKeepTheReferenceIds) {
-  std::vector<std::vector<int32_t>> sources;
-  for (const auto& c : expected_["cases"]) {
-    sources.push_back(c["source_ids"].get<std::vector<int32_t>>());
-  }
+  const std::vector<std::vector<int32_t>> sources = Sources();
   DecodingOptions o;
   o.max_length = expected_["max_length"].get<int>();
   auto other = Translator::Create(
@@ -110,9 +127,9 @@ TEST_P(CudaParityTest, Float16WeightsKeepTheFirstStepsLogitsClose) {
     const int32_t pad = f16.special_tokens().pad;
     // The greedy choice: the best token but pad (the reference's choice of each step is its own
     // logits' best).
-    auto best = [pad](const float* row, size_t n) {
+    auto best = [pad](std::span<const float> row) {
       size_t b = pad == 0 ? 1 : 0;
-      for (size_t v = 0; v < n; ++v) {
+      for (size_t v = 0; v < row.size(); ++v) {
         if (static_cast<int32_t>(v) != pad && row[v] > row[b]) b = v;
       }
       return b;
@@ -122,22 +139,14 @@ TEST_P(CudaParityTest, Float16WeightsKeepTheFirstStepsLogitsClose) {
       const Tensor& logits = f16.last_logits();
       const auto want = step.get<std::vector<float>>();
       ASSERT_EQ(logits.dim(1), static_cast<int64_t>(want.size()));
-      float max_abs = 0.0f, deviation = 0.0f;
-      for (float w : want) max_abs = std::max(max_abs, std::fabs(w));
-      for (size_t v = 0; v < want.size(); ++v) {
-        deviation = std::max(deviation, std::fabs(logits.f32()[v] - want[v]));
-      }
-      worst = std::max(worst, deviation / max_abs);
-      ASSERT_LE(deviation, 5e-2f * max_abs);
+      const float deviation = RelativeDeviation(Floats(logits), want);
+      worst = std::max(worst, deviation);
+      ASSERT_LE(deviation, 5e-2f);
       // Once half precision picks another token, later steps see another prefix.
-      if (best(logits.f32(), want.size()) != best(want.data(), want.size()) || search->done())
-        break;
+      if (best(Floats(logits)) != best(want) || search->done()) break;
     }
   }
-  std::vector<std::vector<int32_t>> sources;
-  for (const auto& c : expected_["cases"]) {
-    sources.push_back(c["source_ids"].get<std::vector<int32_t>>());
-  }
+  const std::vector<std::vector<int32_t>> sources = Sources();
   DecodingOptions o;
   o.max_length = expected_["max_length"].get<int>();
   auto results = f16.TranslateIds(sources, o);
@@ -150,16 +159,6 @@ TEST_P(CudaParityTest, Float16WeightsKeepTheFirstStepsLogitsClose) {
   std::cout << GetParam() << " float16: first-step logits within " << worst
             << " of the row's scale; greedy ids as the reference's on " << same << " of "
             << sources.size() << " sentences\n";
-}
-
-// The largest |a - b| over a logits row, relative to the row's largest |b|.
-float RelativeDeviation(const Tensor& a, const Tensor& b) {
-  float max_abs = 0.0f, deviation = 0.0f;
-  for (int64_t v = 0; v < b.numel(); ++v) {
-    max_abs = std::max(max_abs, std::fabs(b.f32()[v]));
-    deviation = std::max(deviation, std::fabs(a.f32()[v] - b.f32()[v]));
-  }
-  return deviation / max_abs;
 }
 
 // The bars for float16 (logits within 2e-2, the reference's ids on at least 95% of
@@ -197,7 +196,8 @@ TEST(CudaFloat16, TheShippedModelKeepsTheFloat32LogitsAndIdsOnAtLeast95PercentOf
     for (int step = 0; step < 3 && !cpu_search->done() && !gpu_search->done(); ++step) {
       ASSERT_TRUE((*cpu)->Step(cpu_active).ok());
       ASSERT_TRUE((*gpu)->Step(gpu_active).ok());
-      const float deviation = RelativeDeviation((*gpu)->last_logits(), (*cpu)->last_logits());
+      const float deviation =
+          RelativeDeviation(Floats((*gpu)->last_logits()), Floats((*cpu)->last_logits()));
       worst = std::max(worst, deviation);
       EXPECT_LE(deviation, 2e-2f) << sentences[i] << ", step " << step;
     }

@@ -205,15 +205,6 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
-  static char the_event;
-  *event = reinterpret_cast<cudaEvent_t>(&the_event);
-  return cudaSuccess;
-}
-
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-
 cudaError_t cudaGetLastError() {
   const cudaError_t error = transerve_cuda_emulator::last_error;
   transerve_cuda_emulator::last_error = cudaSuccess;
@@ -237,9 +228,6 @@ constexpr ErrorText kErrors[] = {
     {cudaErrorInvalidDevicePointer, "cudaErrorInvalidDevicePointer", "invalid device pointer"},
     {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection",
      "invalid copy direction for memcpy"},
-    {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
-    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress",
-     "an illegal memory access was encountered"},
 };
 
 constexpr ErrorText kUnknownError{cudaErrorInvalidValue, "cudaErrorUnknown", "unknown error"};

@@ -40,8 +40,6 @@ enum cudaError_t {
   cudaErrorInvalidConfiguration = 9,
   cudaErrorInvalidDevicePointer = 17,
   cudaErrorInvalidMemcpyDirection = 21,
-  cudaErrorNoDevice = 100,
-  cudaErrorIllegalAddress = 700,
 };
 
 enum cudaMemcpyKind {
@@ -52,10 +50,8 @@ enum cudaMemcpyKind {
 };
 
 using cudaStream_t = struct TranserveEmulatedStream*;
-using cudaEvent_t = struct TranserveEmulatedEvent*;
 constexpr unsigned cudaStreamNonBlocking = 1;
 constexpr unsigned cudaHostAllocDefault = 0;
-constexpr unsigned cudaEventDisableTiming = 2;
 
 struct cudaDeviceProp {
   char name[256];
@@ -80,9 +76,6 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream = nullptr);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
-cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaGetLastError();
 const char* cudaGetErrorString(cudaError_t error);
 const char* cudaGetErrorName(cudaError_t error);
@@ -136,8 +129,8 @@ void* DynamicSharedMemory();
 void RequireDevicePointer(const void* ptr, const char* what);
 
 template <typename T>
-void CheckKernelArgument(const T& value, const char* kernel_name) {
-  if constexpr (std::is_pointer_v<T>) RequireDevicePointer(value, kernel_name);
+void CheckKernelArgument(const T& value) {
+  if constexpr (std::is_pointer_v<T>) RequireDevicePointer(value, "kernel argument");
 }
 
 template <typename... Params, typename... Args>
@@ -148,8 +141,7 @@ void Launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_byte
     std::tuple<Params...> params;
   };
   Call call{kernel, std::tuple<Params...>(static_cast<Params>(args)...)};
-  std::apply([](const auto&... p) { (CheckKernelArgument(p, "kernel argument"), ...); },
-             call.params);
+  std::apply([](const auto&... p) { (CheckKernelArgument(p), ...); }, call.params);
   RunGrid(
       grid, block, shared_bytes,
       [](void* c) {
