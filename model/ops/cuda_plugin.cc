@@ -77,7 +77,16 @@ const Plugin& LoadedPlugin() {
   return *plugin;
 }
 
+thread_local TranserveCudaStream* current_stream = nullptr;
+
+void* AllocateOnCurrentStream(size_t bytes) {
+  return LoadedPlugin().api->allocate(current_stream, bytes);
+}
+
 }  // namespace
+
+TranserveCudaStream* CurrentCudaStream() { return current_stream; }
+void SetCurrentCudaStream(TranserveCudaStream* stream) { current_stream = stream; }
 
 const CudaProbe& ProbeCuda() {
   static const CudaProbe* probe = [] {
@@ -100,22 +109,32 @@ const TranserveCudaApi* CudaApi() {
   static const TranserveCudaApi* api = []() -> const TranserveCudaApi* {
     if (ProbeCuda().devices == 0) return nullptr;
     const TranserveCudaApi* table = LoadedPlugin().api;
-    RegisterAllocator(Device::kCuda, {table->allocate, table->free});
+    RegisterAllocator(Device::kCuda, {AllocateOnCurrentStream, table->free});
     return table;
   }();
   return api;
 }
 
 bool CudaSelfTest(std::string* message) {
-  const Plugin& plugin = LoadedPlugin();
-  if (plugin.handle == nullptr) {
-    *message = plugin.error;
-    return false;
-  }
-  std::array<char, 512> text{};
-  const bool ok = plugin.self_test(text.data(), text.size()) == 1;
-  *message = text.data();
-  return ok;
+  struct Outcome {
+    bool ok = false;
+    std::string message;
+  };
+  // Once per process: the answer cannot change, and every translator created asks.
+  static const Outcome* outcome = [] {
+    auto* result = new Outcome();
+    const Plugin& plugin = LoadedPlugin();
+    if (plugin.handle == nullptr) {
+      result->message = plugin.error;
+      return result;
+    }
+    std::array<char, 512> text{};
+    result->ok = plugin.self_test(text.data(), text.size()) == 1;
+    result->message = text.data();
+    return result;
+  }();
+  *message = outcome->message;
+  return outcome->ok;
 }
 
 }  // namespace transerve

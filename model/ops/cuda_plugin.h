@@ -20,11 +20,18 @@ struct CudaProbe {
 // layout), then the dynamic loader's search path.
 const CudaProbe& ProbeCuda();
 
-// Runs the plugin's self-test kernel on device 0; true when it computed the right result.
+// Runs the plugin's self-test kernel on device 0 (once per process, on the legacy default
+// stream); true when it computed the right result.
 bool CudaSelfTest(std::string* message);
 
 // The plugin's primitives when a usable device exists, else nullptr. The first call registers
-// the device allocator for Device::kCuda, so Tensors can live there.
+// the device allocator for Device::kCuda, so Tensors can live there: they are allocated for the
+// calling thread's current stream.
 const TranserveCudaApi* CudaApi();
+
+// The stream the calling thread's device work and allocations go to (ops::StreamScope sets
+// it); nullptr: the plugin's default stream.
+TranserveCudaStream* CurrentCudaStream();
+void SetCurrentCudaStream(TranserveCudaStream* stream);
 
 }  // namespace transerve

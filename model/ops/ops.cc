@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/ops/cpu/cpu_ops.h"
@@ -14,8 +15,6 @@
 namespace transerve::ops {
 namespace {
 
-// The CUDA backend (docs/architecture.md) plugs in here; until it exists every tensor is on the
-// CPU and anything else is a programming error.
 // The CUDA plugin's table for an op on a device tensor; throws when there is none.
 const TranserveCudaApi& RequireCuda(const char* op) {
   const TranserveCudaApi* api = CudaApi();
@@ -44,6 +43,42 @@ void RequireCpu(Device device, const char* op) {
 }
 
 }  // namespace
+
+DeviceStream::DeviceStream(Device device) {
+  if (device == Device::kCpu) return;
+  const TranserveCudaApi& api = RequireCuda("DeviceStream");
+  handle_ = api.create_stream();
+  if (handle_ == nullptr) {
+    throw std::runtime_error(std::string("cannot create a CUDA stream: ") + api.last_error());
+  }
+}
+
+DeviceStream::~DeviceStream() {
+  if (handle_ != nullptr) CudaApi()->destroy_stream(handle_);
+}
+
+DeviceStream::DeviceStream(DeviceStream&& other) noexcept
+    : handle_(std::exchange(other.handle_, nullptr)) {}
+
+DeviceStream& DeviceStream::operator=(DeviceStream&& other) noexcept {
+  if (this != &other) {
+    if (handle_ != nullptr) CudaApi()->destroy_stream(handle_);
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+void DeviceStream::Synchronize() const {
+  if (handle_ == nullptr) return;
+  const TranserveCudaApi& api = RequireCuda("DeviceStream::Synchronize");
+  CheckCuda(api.synchronize(handle_), api, "DeviceStream::Synchronize");
+}
+
+StreamScope::StreamScope(const DeviceStream& stream) : previous_(CurrentCudaStream()) {
+  SetCurrentCudaStream(stream.handle_);
+}
+
+StreamScope::~StreamScope() { SetCurrentCudaStream(previous_); }
 
 void SetNumThreads(int threads) { cpu::SetNumThreads(threads); }
 int GetNumThreads() { return cpu::GetNumThreads(); }
@@ -89,10 +124,12 @@ void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activatio
     PrepareOutput(y, {m, n}, Device::kCuda);
     const float* b = bias.empty() ? nullptr : bias.f32();
     const int act = static_cast<int>(activation);
-    CheckCuda(weight.dtype() == DType::kFloat16
-                  ? api.linear_f16w(x.f32(), m, k, weight.data<void>(), n, b, act, y->f32())
-                  : api.linear_f32(x.f32(), m, k, weight.f32(), n, b, act, y->f32()),
-              api, "Linear");
+    CheckCuda(
+        weight.dtype() == DType::kFloat16
+            ? api.linear_f16w(CurrentCudaStream(), x.f32(), m, k, weight.data<void>(), n, b, act,
+                              y->f32())
+            : api.linear_f32(CurrentCudaStream(), x.f32(), m, k, weight.f32(), n, b, act, y->f32()),
+        api, "Linear");
     return;
   }
   RequireCpu(x.device(), "Linear");
@@ -117,7 +154,8 @@ Tensor CopyTo(const Tensor& t, Device device) {
   const size_t bytes = static_cast<size_t>(t.numel()) * DTypeSize(t.dtype());
   const int direction =
       device == Device::kCuda ? TRANSERVE_CUDA_HOST_TO_DEVICE : TRANSERVE_CUDA_DEVICE_TO_HOST;
-  CheckCuda(api.copy(out.data<char>(), t.data<char>(), bytes, direction), api, "CopyTo");
+  CheckCuda(api.copy(CurrentCudaStream(), out.data<char>(), t.data<char>(), bytes, direction), api,
+            "CopyTo");
   return out;
 }
 
@@ -127,7 +165,8 @@ Tensor ToFloat16(const Tensor& t) {
   }
   const TranserveCudaApi& api = RequireCuda("ToFloat16");
   Tensor out(t.shape(), DType::kFloat16, Device::kCuda);
-  CheckCuda(api.to_f16(t.f32(), out.data<void>(), t.numel()), api, "ToFloat16");
+  CheckCuda(api.to_f16(CurrentCudaStream(), t.f32(), out.data<void>(), t.numel()), api,
+            "ToFloat16");
   return out;
 }
 
@@ -138,9 +177,10 @@ void TopKOnDevice(const Tensor& logits, std::span<const int32_t> k,
   const int32_t rows = static_cast<int32_t>(logits.dim(0));
   tokens->resize(static_cast<size_t>(rows) * max_k);
   log_probs->resize(static_cast<size_t>(rows) * max_k);
-  CheckCuda(api.top_k_f32(logits.f32(), rows, static_cast<int32_t>(logits.dim(1)), k.data(),
-                          ban_eos.data(), pad, eos, max_k, tokens->data(), log_probs->data()),
-            api, "TopKOnDevice");
+  CheckCuda(
+      api.top_k_f32(CurrentCudaStream(), logits.f32(), rows, static_cast<int32_t>(logits.dim(1)),
+                    k.data(), ban_eos.data(), pad, eos, max_k, tokens->data(), log_probs->data()),
+      api, "TopKOnDevice");
 }
 
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
@@ -149,8 +189,8 @@ void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, 
     const TranserveCudaApi& api = RequireCuda("AddLayerNorm");
     const int64_t rows = x.dim(0), d = x.dim(1);
     if (out != &x && out != &residual) PrepareOutput(out, {rows, d}, Device::kCuda);
-    CheckCuda(api.add_layer_norm_f32(x.f32(), residual.f32(), gamma.f32(), beta.f32(), rows, d, eps,
-                                     out->f32()),
+    CheckCuda(api.add_layer_norm_f32(CurrentCudaStream(), x.f32(), residual.f32(), gamma.f32(),
+                                     beta.f32(), rows, d, eps, out->f32()),
               api, "AddLayerNorm");
     return;
   }
@@ -171,8 +211,8 @@ void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
       }
     }
     PrepareOutput(out, {rows, d}, Device::kCuda);
-    CheckCuda(api.embed_f32(table.f32(), ids.data(), positions.data(), rows, d, scale,
-                            position_table.f32(), out->f32()),
+    CheckCuda(api.embed_f32(CurrentCudaStream(), table.f32(), ids.data(), positions.data(), rows, d,
+                            scale, position_table.f32(), out->f32()),
               api, "EmbedTokens");
     return;
   }
@@ -195,10 +235,11 @@ struct CudaAttention {
     const int32_t rows = static_cast<int32_t>(row_segments.size()) - 1;
     PrepareOutput(out, {rows, d}, Device::kCuda);
     const int head_dim = static_cast<int>(d / heads);
-    CheckCuda(api.attend_f32(q, q_stride, rows, heads, head_dim, segments.data(),
-                             row_segments.data(), 1.0f / std::sqrt(static_cast<float>(head_dim)),
-                             out->f32(), d, head_mean, mean_stride),
-              api, op);
+    CheckCuda(
+        api.attend_f32(CurrentCudaStream(), q, q_stride, rows, heads, head_dim, segments.data(),
+                       row_segments.data(), 1.0f / std::sqrt(static_cast<float>(head_dim)),
+                       out->f32(), d, head_mean, mean_stride),
+        api, op);
   }
 };
 
@@ -232,8 +273,8 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
     for (size_t r = 0; r < caches.size(); ++r) {
       if (!caches[r]->PrepareAppend(layer, &key_rows[r], &value_rows[r])) return false;
     }
-    CheckCuda(api.append_kv_f32(base, static_cast<int32_t>(caches.size()), d, key_rows.data(),
-                                value_rows.data()),
+    CheckCuda(api.append_kv_f32(CurrentCudaStream(), base, static_cast<int32_t>(caches.size()), d,
+                                key_rows.data(), value_rows.data()),
               api, "CachedSelfAttention: append");
     CudaAttention attention;
     for (SequenceKvCache* cache : caches) {
@@ -282,9 +323,11 @@ void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t posi
   if (pool.device() == Device::kCuda) {
     const TranserveCudaApi& api = RequireCuda("CopyKvBlockPrefix");
     const size_t bytes = static_cast<size_t>(positions) * pool.d_model() * sizeof(float);
-    CheckCuda(api.copy(pool.keys(to), pool.keys(from), bytes, TRANSERVE_CUDA_DEVICE_TO_DEVICE), api,
-              "CopyKvBlockPrefix");
-    CheckCuda(api.copy(pool.values(to), pool.values(from), bytes, TRANSERVE_CUDA_DEVICE_TO_DEVICE),
+    CheckCuda(api.copy(CurrentCudaStream(), pool.keys(to), pool.keys(from), bytes,
+                       TRANSERVE_CUDA_DEVICE_TO_DEVICE),
+              api, "CopyKvBlockPrefix");
+    CheckCuda(api.copy(CurrentCudaStream(), pool.values(to), pool.values(from), bytes,
+                       TRANSERVE_CUDA_DEVICE_TO_DEVICE),
               api, "CopyKvBlockPrefix");
     return;
   }

@@ -9,6 +9,8 @@
 #include "model/core/tensor.h"
 #include "model/ops/kv_cache.h"
 
+struct TranserveCudaStream;  // model/ops/cuda/plugin_abi.h
+
 namespace transerve {
 
 // Cross-attention keys and values of one source sentence, projected once when it is admitted:
@@ -20,6 +22,41 @@ struct CrossKv {
 };
 
 namespace ops {
+
+// The ordered queue a model replica's device work runs on: a CUDA stream, or nothing on the
+// CPU. Replicas each own one, so on one GPU their work runs side by side instead of queueing
+// behind each other's. The device primitives below, and device Tensors allocated, go to the
+// calling thread's current stream (StreamScope), else to the backend's default stream.
+class DeviceStream {
+ public:
+  DeviceStream() = default;  // no stream of its own
+  // A new stream on `device` (none on the CPU); throws std::runtime_error when it cannot.
+  explicit DeviceStream(Device device);
+  ~DeviceStream();
+  DeviceStream(DeviceStream&& other) noexcept;
+  DeviceStream& operator=(DeviceStream&& other) noexcept;
+  DeviceStream(const DeviceStream&) = delete;
+  DeviceStream& operator=(const DeviceStream&) = delete;
+
+  // Waits for every op queued on the stream.
+  void Synchronize() const;
+
+ private:
+  friend class StreamScope;
+  TranserveCudaStream* handle_ = nullptr;
+};
+
+// Makes `stream` the calling thread's current stream until destroyed (scopes nest).
+class StreamScope {
+ public:
+  explicit StreamScope(const DeviceStream& stream);
+  ~StreamScope();
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+
+ private:
+  TranserveCudaStream* previous_;
+};
 
 // Sets the number of threads the GEMM library may use (the engine's only thread pool).
 void SetNumThreads(int threads);

@@ -1,6 +1,7 @@
 #include "model/translator/translator.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -53,6 +54,12 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
   if (!device.ok()) return device.status();
   std::unique_ptr<Translator> t(new Translator());
   t->device_ = *device;
+  try {
+    t->stream_ = ops::DeviceStream(t->device_);
+  } catch (const std::runtime_error& e) {
+    return absl::ResourceExhaustedError(e.what());
+  }
+  const ops::StreamScope scope(t->stream_);
   // The CPU packs its linear weights; the GPU takes them row-major, uploaded once.
   auto model = LoadMarianModel(options.model_dir, /*pack=*/t->device_ == Device::kCpu);
   if (!model.ok()) return model.status();
@@ -89,6 +96,7 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
       options.kv_cache_max_bytes > 0
           ? std::max<int64_t>(1, options.kv_cache_max_bytes / block_bytes)
           : 0);
+  t->stream_.Synchronize();  // the weights are in place before the first request
   Log().info("translator ready on {} ({})", DeviceName(t->device_), ops::BlasDescription());
   return t;
 }
@@ -169,6 +177,7 @@ std::string Translator::Detokenize(std::span<const int32_t> ids) const {
 
 absl::StatusOr<std::vector<std::shared_ptr<const CrossKv>>> Translator::Encode(
     std::span<const std::vector<int32_t>> sources) {
+  const ops::StreamScope scope(stream_);
   std::vector<int32_t> ids;
   std::vector<int32_t> offsets{0};
   for (const auto& s : sources) {
@@ -203,6 +212,7 @@ std::unique_ptr<SentenceSearch> Translator::StartSearch(std::shared_ptr<const Cr
 }
 
 absl::Status Translator::Step(std::span<SentenceSearch* const> searches) {
+  const ops::StreamScope scope(stream_);
   rows_.clear();
   std::vector<std::pair<SentenceSearch*, int64_t>> firsts;
   bool alignment = false;

@@ -15,6 +15,7 @@
 #include "model/decoding/sentence_search.h"
 #include "model/layers/workspace.h"
 #include "model/loader/marian_loader.h"
+#include "model/ops/ops.h"
 #include "model/tokenizer/marian_tokenizer.h"
 
 namespace transerve {
@@ -92,6 +93,7 @@ class Translator {
   const Tensor& last_logits() const {
     if (logits_.device() == Device::kCpu) return logits_;
     if (!host_logits_valid_) {  // GPU: copied on demand, steps only copy their candidates
+      const ops::StreamScope scope(stream_);
       HostCopy(logits_, &host_logits_);
       host_logits_valid_ = true;
     }
@@ -105,6 +107,9 @@ class Translator {
   Translator() = default;
   absl::Status CheckVocabularySizes() const;
 
+  // This replica's device work goes here (every entry point that touches the device opens a
+  // StreamScope on it). Declared first, so destroyed last: after the tensors queued on it.
+  ops::DeviceStream stream_;
   std::unique_ptr<MarianModel> model_;
   std::unique_ptr<MarianTokenizer> tokenizer_;
   std::unique_ptr<KvBlockPool> kv_pool_;

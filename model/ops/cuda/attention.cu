@@ -10,6 +10,7 @@
 #include "model/ops/cuda/cuda_status.h"
 #include "model/ops/cuda/launch.h"
 #include "model/ops/cuda/plugin_abi.h"
+#include "model/ops/cuda/stream.h"
 
 namespace transerve::cuda {
 namespace {
@@ -92,11 +93,10 @@ int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int
               const TranserveCudaKvSegment* segments, const int32_t* row_segments, float scale,
               float* out, int64_t out_stride, float* head_mean, int64_t mean_stride) {
   if (rows == 0) return 0;
-  static DeviceScratch scratch;  // the segment tables on the device
   const int32_t total_segments = row_segments[rows];
   const size_t segment_bytes = static_cast<size_t>(total_segments) * sizeof(TranserveCudaKvSegment);
   const size_t offset_bytes = static_cast<size_t>(rows + 1) * sizeof(int32_t);
-  void* tables = scratch.Get(segment_bytes + offset_bytes, "attention: scratch");
+  void* tables = Scratch(kAttentionTables, segment_bytes + offset_bytes, "attention: scratch");
   if (tables == nullptr ||
       UploadAsync(tables, {{segments, segment_bytes}, {row_segments, offset_bytes}},
                   "attention: upload segments")) {

@@ -1,7 +1,9 @@
 #include <cuda_runtime.h>
 
+#include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "model/ops/cuda/caching_allocator.h"
@@ -23,10 +25,16 @@ size_t SizeClass(size_t bytes) {
   return (bytes + kLargeStep - 1) / kLargeStep * kLargeStep;
 }
 
+struct Block {
+  size_t size;
+  TranserveCudaStream* owner;  // nullptr: any stream
+};
+
 struct Cache {
   std::mutex mu;
-  std::unordered_map<size_t, std::vector<void*>> free_blocks;  // by size class
-  std::unordered_map<void*, size_t> size_of;                   // every block handed out
+  // Free blocks by (the stream they may be reused on, size class).
+  std::map<std::pair<TranserveCudaStream*, size_t>, std::vector<void*>> free_blocks;
+  std::unordered_map<void*, Block> blocks;  // every block, handed out or free
 };
 
 Cache& TheCache() {
@@ -34,35 +42,44 @@ Cache& TheCache() {
   return *cache;
 }
 
+// A free block of `size` for `owner`: its own first, else one free for any stream.
+void* TakeFree(Cache& cache, TranserveCudaStream* owner, size_t size) {
+  for (TranserveCudaStream* key : {owner, static_cast<TranserveCudaStream*>(nullptr)}) {
+    auto it = cache.free_blocks.find({key, size});
+    if (it == cache.free_blocks.end() || it->second.empty()) continue;
+    void* ptr = it->second.back();
+    it->second.pop_back();
+    cache.blocks[ptr].owner = owner;
+    return ptr;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
-void* CachedAllocate(size_t bytes) {
+void* CachedAllocate(TranserveCudaStream* owner, size_t bytes) {
   const size_t size = SizeClass(bytes);
   Cache& cache = TheCache();
   {
     std::lock_guard<std::mutex> lock(cache.mu);
-    auto it = cache.free_blocks.find(size);
-    if (it != cache.free_blocks.end() && !it->second.empty()) {
-      void* ptr = it->second.back();
-      it->second.pop_back();
-      return ptr;
-    }
+    if (void* ptr = TakeFree(cache, owner, size); ptr != nullptr) return ptr;
   }
   void* ptr = nullptr;
   if (Check(cudaMalloc(&ptr, size), "cudaMalloc")) {
-    // Out of memory: give the cached blocks back to the driver and try once more.
+    // Out of memory: give the cached blocks back to the driver and try once more. cudaFree
+    // waits for the device, so blocks cached for other streams are no longer in use.
     std::lock_guard<std::mutex> lock(cache.mu);
-    for (auto& [cls, blocks] : cache.free_blocks) {
-      for (void* p : blocks) {
+    for (auto& [key, free] : cache.free_blocks) {
+      for (void* p : free) {
         cudaFree(p);
-        cache.size_of.erase(p);
+        cache.blocks.erase(p);
       }
-      blocks.clear();
+      free.clear();
     }
     if (Check(cudaMalloc(&ptr, size), "cudaMalloc")) return nullptr;
   }
   std::lock_guard<std::mutex> lock(cache.mu);
-  cache.size_of[ptr] = size;
+  cache.blocks[ptr] = Block{size, owner};
   return ptr;
 }
 
@@ -70,9 +87,26 @@ void CachedFree(void* ptr) {
   if (ptr == nullptr) return;
   Cache& cache = TheCache();
   std::lock_guard<std::mutex> lock(cache.mu);
-  auto it = cache.size_of.find(ptr);
-  if (it == cache.size_of.end()) return;  // not ours
-  cache.free_blocks[it->second].push_back(ptr);
+  auto it = cache.blocks.find(ptr);
+  if (it == cache.blocks.end()) return;  // not ours
+  cache.free_blocks[{it->second.owner, it->second.size}].push_back(ptr);
+}
+
+void ReleaseBlocksOf(TranserveCudaStream* owner) {
+  Cache& cache = TheCache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  for (auto& [ptr, block] : cache.blocks) {
+    if (block.owner == owner) block.owner = nullptr;
+  }
+  for (auto it = cache.free_blocks.begin(); it != cache.free_blocks.end();) {
+    if (it->first.first != owner) {
+      ++it;
+      continue;
+    }
+    std::vector<void*>& shared = cache.free_blocks[{nullptr, it->first.second}];
+    shared.insert(shared.end(), it->second.begin(), it->second.end());
+    it = cache.free_blocks.erase(it);
+  }
 }
 
 }  // namespace transerve::cuda

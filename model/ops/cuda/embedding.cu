@@ -3,6 +3,7 @@
 
 #include "model/ops/cuda/cuda_status.h"
 #include "model/ops/cuda/launch.h"
+#include "model/ops/cuda/stream.h"
 
 namespace transerve::cuda {
 namespace {
@@ -22,9 +23,8 @@ __global__ void EmbedKernel(const float* table, const int32_t* ids, const int32_
 int EmbedF32(const float* table, const int32_t* ids, const int32_t* positions, int64_t rows,
              int64_t d, float scale, const float* position_table, float* out) {
   if (rows == 0) return 0;
-  static DeviceScratch scratch;
   auto* device_indices =
-      static_cast<int32_t*>(scratch.Get(sizeof(int32_t) * 2 * rows, "embed: scratch"));
+      static_cast<int32_t*>(Scratch(kEmbeddingIds, sizeof(int32_t) * 2 * rows, "embed: scratch"));
   if (device_indices == nullptr) return 1;
   const size_t bytes = sizeof(int32_t) * rows;
   if (UploadAsync(device_indices, {{ids, bytes}, {positions, bytes}}, "embed: upload ids")) {

@@ -4,6 +4,7 @@
 
 #include "model/ops/cuda/cuda_status.h"
 #include "model/ops/cuda/launch.h"
+#include "model/ops/cuda/stream.h"
 
 namespace transerve::cuda {
 namespace {
@@ -26,9 +27,9 @@ __global__ void AppendKvKernel(const float* qkv, int64_t d, float* const* destin
 int AppendKvF32(const float* qkv, int32_t rows, int64_t d, float* const* key_rows,
                 float* const* value_rows) {
   if (rows == 0) return 0;
-  static DeviceScratch scratch;  // the destination table on the device
   const size_t table_bytes = sizeof(float*) * rows;
-  auto* table = static_cast<float**>(scratch.Get(2 * table_bytes, "append_kv: scratch"));
+  auto* table =
+      static_cast<float**>(Scratch(kKvDestinations, 2 * table_bytes, "append_kv: scratch"));
   if (table == nullptr || UploadAsync(table, {{key_rows, table_bytes}, {value_rows, table_bytes}},
                                       "append_kv: upload destinations")) {
     return 1;

@@ -4,6 +4,7 @@
 
 #include "model/ops/cuda/cuda_status.h"
 #include "model/ops/cuda/launch.h"
+#include "model/ops/cuda/stream.h"
 
 namespace transerve::cuda {
 namespace {

@@ -7,6 +7,7 @@
 #include "model/ops/cuda/cuda_status.h"
 #include "model/ops/cuda/launch.h"
 #include "model/ops/cuda/plugin_abi.h"
+#include "model/ops/cuda/stream.h"
 
 namespace transerve::cuda {
 namespace {
@@ -59,8 +60,8 @@ int ToF16(const float* in, void* out, int64_t n) {
 int LinearF16W(const float* x, int64_t m, int64_t k, const void* w16, int64_t n, const float* bias,
                int activation, float* y) {
   if (m == 0 || n == 0) return 0;
-  static DeviceScratch scratch;  // the activations' half copy
-  auto* x16 = static_cast<__half*>(scratch.Get(sizeof(__half) * m * k, "linear f16: scratch"));
+  auto* x16 = static_cast<__half*>(
+      Scratch(kHalfActivations, sizeof(__half) * m * k, "linear f16: scratch"));
   if (x16 == nullptr) return 1;
   if (ToF16(x, x16, m * k)) return 1;
   const float one = 1.0f, zero = 0.0f;

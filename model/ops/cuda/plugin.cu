@@ -6,13 +6,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <vector>
 
 #include "model/ops/cuda/caching_allocator.h"
 #include "model/ops/cuda/cuda_status.h"
 #include "model/ops/cuda/launch.h"
 #include "model/ops/cuda/plugin_abi.h"
+#include "model/ops/cuda/stream.h"
 
 namespace transerve::cuda {
 int LinearF32(const float* x, int64_t m, int64_t k, const float* w, int64_t n, const float* bias,
@@ -69,24 +69,24 @@ int Copy(void* dst, const void* src, size_t bytes, int direction) {
 
 int Synchronize() { return transerve::cuda::SynchronizeStream("synchronize"); }
 
-// The primitives share one stream, one cuBLAS handle and per-primitive device scratch, so calls
-// from different host threads (one scheduler per served model) take turns, each call whole:
-// its uploads, launches and scratch then stay in order on the stream.
-std::mutex& ApiMutex() {
-  static std::mutex mu;
-  return mu;
-}
-
+// A primitive as the ABI calls it: on the stream it names, which is the calling thread's
+// current one for the call, and whose lock the call holds (a stream's scratch and staging are
+// used by one call at a time).
 template <auto Fn>
-struct Serialized;
+struct OnStream;
 
 template <typename... Args, int (*Fn)(Args...)>
-struct Serialized<Fn> {
-  static int Call(Args... args) {
-    std::lock_guard<std::mutex> lock(ApiMutex());
+struct OnStream<Fn> {
+  static int Call(TranserveCudaStream* stream, Args... args) {
+    const transerve::cuda::StreamCall call(stream);
     return Fn(args...);
   }
 };
+
+void* Allocate(TranserveCudaStream* stream, size_t bytes) {
+  return transerve::cuda::CachedAllocate(
+      stream != nullptr ? stream : transerve::cuda::DefaultStream(), bytes);
+}
 
 using transerve::cuda::AddLayerNormF32;
 using transerve::cuda::AppendKvF32;
@@ -101,18 +101,20 @@ using transerve::cuda::TopKF32;
 // thread.
 // clang-format off
 const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
-                               transerve::cuda::CachedAllocate,
+                               transerve::cuda::CreateStream,
+                               transerve::cuda::DestroyStream,
+                               Allocate,
                                transerve::cuda::CachedFree,
-                               Serialized<Copy>::Call,
-                               Serialized<Synchronize>::Call,
-                               Serialized<LinearF32>::Call,
-                               Serialized<AddLayerNormF32>::Call,
-                               Serialized<AttendF32>::Call,
-                               Serialized<EmbedF32>::Call,
-                               Serialized<ToF16>::Call,
-                               Serialized<LinearF16W>::Call,
-                               Serialized<TopKF32>::Call,
-                               Serialized<AppendKvF32>::Call,
+                               OnStream<Copy>::Call,
+                               OnStream<Synchronize>::Call,
+                               OnStream<LinearF32>::Call,
+                               OnStream<AddLayerNormF32>::Call,
+                               OnStream<AttendF32>::Call,
+                               OnStream<EmbedF32>::Call,
+                               OnStream<ToF16>::Call,
+                               OnStream<LinearF16W>::Call,
+                               OnStream<TopKF32>::Call,
+                               OnStream<AppendKvF32>::Call,
                                transerve::cuda::LastError};
 // clang-format on
 

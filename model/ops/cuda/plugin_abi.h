@@ -12,7 +12,7 @@ extern "C" {
 
 #include <stdint.h>
 
-#define TRANSERVE_CUDA_PLUGIN_ABI 7
+#define TRANSERVE_CUDA_PLUGIN_ABI 8
 
 // Returns TRANSERVE_CUDA_PLUGIN_ABI.
 typedef int (*TranserveCudaAbiFn)(void);
@@ -47,54 +47,65 @@ typedef struct TranserveCudaKvSegment {
   int32_t count;
 } TranserveCudaKvSegment;
 
-// The primitives, on device 0 and the plugin's stream. Pointers are device memory unless said
-// otherwise; matrices are row-major. Functions returning int return 0 on success, else an
-// error whose text last_error() gives. Calls are ordered on the stream; copies to the host
-// wait for it.
+// A CUDA stream with what its calls use in its order (cuBLAS handle, scratch, staging): one
+// per model replica, so replicas queue device work side by side. Opaque to the engine.
+typedef struct TranserveCudaStream TranserveCudaStream;
+
+// The primitives, on device 0. Every call but free names the stream it is queued on (NULL: the
+// plugin's default stream); calls on one stream take turns across host threads, and are
+// ordered on it. Pointers are device memory unless said otherwise; matrices are row-major.
+// Functions returning int return 0 on success, else an error whose text last_error() gives
+// (per host thread). Copies to the host wait for their stream.
 typedef struct TranserveCudaApi {
-  int abi;                          // TRANSERVE_CUDA_PLUGIN_ABI
-  void* (*allocate)(size_t bytes);  // NULL on failure
+  int abi;                                      // TRANSERVE_CUDA_PLUGIN_ABI
+  TranserveCudaStream* (*create_stream)(void);  // NULL on failure
+  // Waits for the stream's work, then destroys it; its device blocks become free for any stream.
+  void (*destroy_stream)(TranserveCudaStream* stream);
+  // Device memory reused, once freed, only on `stream` (caching_allocator.h); NULL on failure.
+  void* (*allocate)(TranserveCudaStream* stream, size_t bytes);
   void (*free)(void* ptr);
-  int (*copy)(void* dst, const void* src, size_t bytes, int direction);
-  int (*synchronize)(void);
+  int (*copy)(TranserveCudaStream* stream, void* dst, const void* src, size_t bytes, int direction);
+  int (*synchronize)(TranserveCudaStream* stream);
   // y[m, n] = activation(x[m, k] · w[n, k]ᵀ + bias[n]); bias may be NULL.
-  int (*linear_f32)(const float* x, int64_t m, int64_t k, const float* w, int64_t n,
-                    const float* bias, int activation, float* y);
+  int (*linear_f32)(TranserveCudaStream* stream, const float* x, int64_t m, int64_t k,
+                    const float* w, int64_t n, const float* bias, int activation, float* y);
   // out[r] = LayerNorm(x[r] + residual[r]) * gamma + beta over d columns (biased variance);
   // out may alias x or residual.
-  int (*add_layer_norm_f32)(const float* x, const float* residual, const float* gamma,
-                            const float* beta, int64_t rows, int64_t d, float eps, float* out);
+  int (*add_layer_norm_f32)(TranserveCudaStream* stream, const float* x, const float* residual,
+                            const float* gamma, const float* beta, int64_t rows, int64_t d,
+                            float eps, float* out);
   // Scaled dot-product attention of single queries: query row r (q + r * q_stride), head h
   // (head_dim floats at h * head_dim), attends the positions of its segments
   // segments[row_segments[r] .. row_segments[r + 1]) (host arrays), softmax(q·kᵀ·scale)·v into
   // out + r * out_stride + h * head_dim. With head_mean (may be NULL): row r's softmax weights
   // averaged over heads at head_mean + r * mean_stride (positions in segment order).
-  int (*attend_f32)(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int32_t head_dim,
-                    const TranserveCudaKvSegment* segments, const int32_t* row_segments,
-                    float scale, float* out, int64_t out_stride, float* head_mean,
-                    int64_t mean_stride);
+  int (*attend_f32)(TranserveCudaStream* stream, const float* q, int64_t q_stride, int32_t rows,
+                    int32_t heads, int32_t head_dim, const TranserveCudaKvSegment* segments,
+                    const int32_t* row_segments, float scale, float* out, int64_t out_stride,
+                    float* head_mean, int64_t mean_stride);
   // out[r] = table[ids[r]] * scale + position_table[positions[r]] over d columns; ids and
   // positions are host arrays of `rows` entries, already checked against the tables.
-  int (*embed_f32)(const float* table, const int32_t* ids, const int32_t* positions, int64_t rows,
-                   int64_t d, float scale, const float* position_table, float* out);
+  int (*embed_f32)(TranserveCudaStream* stream, const float* table, const int32_t* ids,
+                   const int32_t* positions, int64_t rows, int64_t d, float scale,
+                   const float* position_table, float* out);
   // Converts n floats to IEEE half (device to device): weights stored in float16.
-  int (*to_f16)(const float* in, void* out, int64_t n);
+  int (*to_f16)(TranserveCudaStream* stream, const float* in, void* out, int64_t n);
   // linear_f32 with a float16 weight (w16, [n, k]): x is rounded to half for the tensor-core
   // GEMM, accumulation and y are float32.
-  int (*linear_f16w)(const float* x, int64_t m, int64_t k, const void* w16, int64_t n,
-                     const float* bias, int activation, float* y);
+  int (*linear_f16w)(TranserveCudaStream* stream, const float* x, int64_t m, int64_t k,
+                     const void* w16, int64_t n, const float* bias, int activation, float* y);
   // For each logits row r ([rows, vocab], device): the k[r] allowed tokens with the highest
   // logits, best first (ties: lower id first), with their log-probabilities under the softmax
   // over allowed tokens. Allowed: every token but `pad`, and but `eos` where ban_eos[r].
   // k, ban_eos (host, `rows` entries) in; tokens and log_probs (host, rows * max_k) out.
-  int (*top_k_f32)(const float* logits, int32_t rows, int32_t vocab, const int32_t* k,
-                   const uint8_t* ban_eos, int32_t pad, int32_t eos, int32_t max_k, int32_t* tokens,
-                   float* log_probs);
+  int (*top_k_f32)(TranserveCudaStream* stream, const float* logits, int32_t rows, int32_t vocab,
+                   const int32_t* k, const uint8_t* ban_eos, int32_t pad, int32_t eos,
+                   int32_t max_k, int32_t* tokens, float* log_probs);
   // Appends a decoder step's keys and values to the KV cache: row r's key (qkv[r, d:2d]) to
   // key_rows[r] and its value (qkv[r, 2d:3d]) to value_rows[r]; qkv is [rows, 3d] on the
   // device, key_rows and value_rows host arrays of device pointers.
-  int (*append_kv_f32)(const float* qkv, int32_t rows, int64_t d, float* const* key_rows,
-                       float* const* value_rows);
+  int (*append_kv_f32)(TranserveCudaStream* stream, const float* qkv, int32_t rows, int64_t d,
+                       float* const* key_rows, float* const* value_rows);
   const char* (*last_error)(void);
 } TranserveCudaApi;
 

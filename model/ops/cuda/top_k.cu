@@ -7,6 +7,7 @@
 
 #include "model/ops/cuda/cuda_status.h"
 #include "model/ops/cuda/launch.h"
+#include "model/ops/cuda/stream.h"
 
 namespace transerve::cuda {
 namespace {
@@ -94,14 +95,13 @@ int TopKF32(const float* logits, int32_t rows, int32_t vocab, const int32_t* k,
             const uint8_t* ban_eos, int32_t pad, int32_t eos, int32_t max_k, int32_t* tokens,
             float* log_probs) {
   if (rows == 0) return 0;
-  static DeviceScratch scratch;
   const size_t k_bytes = sizeof(int32_t) * rows;
   const size_t ban_bytes = sizeof(uint8_t) * rows;
   const size_t out_bytes = (sizeof(int32_t) + sizeof(float)) * static_cast<size_t>(rows) * max_k;
   // Layout: k | ban flags | outputs (aligned).
   const size_t ban_offset = k_bytes;
   const size_t out_offset = (k_bytes + ban_bytes + 15) / 16 * 16;
-  char* data = static_cast<char*>(scratch.Get(out_offset + out_bytes, "top_k: scratch"));
+  char* data = static_cast<char*>(Scratch(kTopK, out_offset + out_bytes, "top_k: scratch"));
   if (data == nullptr || UploadAsync(data, {{k, k_bytes}, {ban_eos, ban_bytes}}, "top_k: upload")) {
     return 1;
   }

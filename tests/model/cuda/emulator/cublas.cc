@@ -10,6 +10,12 @@
 #include "cuda_fp16.h"
 #include "tests/model/cuda/emulator/emulator.h"
 
+// A handle: the stream its GEMMs are counted on.
+struct TranserveEmulatedBlas {
+  cudaStream_t stream = nullptr;
+  bool live = true;
+};
+
 namespace transerve_cuda_emulator {
 namespace {
 
@@ -43,7 +49,8 @@ size_t Span(int rows, int cols, int ld, cudaDataType_t type) {
 cublasStatus_t Gemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
                     int m, int n, int k, float alpha, Operand a, Operand b, float beta, void* c,
                     cudaDataType_t c_type, int ldc) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (handle == nullptr || !handle->live) return CUBLAS_STATUS_NOT_INITIALIZED;
+  CountWork(handle->stream);
   const bool ta = transa == CUBLAS_OP_T, tb = transb == CUBLAS_OP_T;
   if ((transa != CUBLAS_OP_N && !ta) || (transb != CUBLAS_OP_N && !tb) || m < 0 || n < 0 || k < 0 ||
       a.ld < std::max(1, ta ? k : m) || b.ld < std::max(1, tb ? n : k) || ldc < std::max(1, m)) {
@@ -81,14 +88,22 @@ cublasStatus_t Gemm(cublasHandle_t handle, cublasOperation_t transa, cublasOpera
 }  // namespace
 }  // namespace transerve_cuda_emulator
 
+// Handles are never freed, so one used after cublasDestroy is caught.
 cublasStatus_t cublasCreate(cublasHandle_t* handle) {
-  static char the_handle;
-  *handle = reinterpret_cast<cublasHandle_t>(&the_handle);
+  *handle = new TranserveEmulatedBlas();
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t) {
-  return handle != nullptr ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED;
+cublasStatus_t cublasDestroy(cublasHandle_t handle) {
+  if (handle == nullptr || !handle->live) return CUBLAS_STATUS_NOT_INITIALIZED;
+  handle->live = false;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
+  if (handle == nullptr || !handle->live) return CUBLAS_STATUS_NOT_INITIALIZED;
+  handle->stream = stream;
+  return CUBLAS_STATUS_SUCCESS;
 }
 
 const char* cublasGetStatusString(cublasStatus_t status) {

@@ -1,7 +1,8 @@
 // The emulated CUDA runtime: one device whose memory is host pages that host code cannot touch
 // (they are opened only while a kernel or a copy runs), copies that check their direction and
-// bounds as the driver would, and one in-order stream on which everything completes at once.
-// The memory is never reused: enough for tests, whose models are small.
+// bounds as the driver would, and streams on which everything completes at once (each stream's
+// operations are counted, so tests can tell which stream work went to). The memory is never
+// reused: enough for tests, whose models are small.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "cuda_runtime.h"
 #include "tests/model/cuda/emulator/emulator.h"
@@ -60,7 +62,36 @@ bool Contains(Device& device, const void* ptr, size_t bytes) {
 
 thread_local cudaError_t last_error = cudaSuccess;
 
+// Streams by creation, index 0 the legacy default stream (nullptr); never freed, so a stream
+// used after cudaStreamDestroy is caught.
+struct Streams {
+  std::mutex mu;
+  std::vector<uint64_t> work{0};
+  std::vector<bool> live{true};
+};
+
+Streams& TheStreams() {
+  static Streams* streams = new Streams();
+  return *streams;
+}
+
+size_t StreamIndex(cudaStream_t stream) { return reinterpret_cast<uintptr_t>(stream); }
+
+// Whether `stream` exists and was not destroyed; with streams.mu held.
+bool IsLive(const Streams& streams, cudaStream_t stream) {
+  const size_t index = StreamIndex(stream);
+  return index < streams.work.size() && streams.live[index];
+}
+
 }  // namespace
+
+void CountWork(cudaStream_t stream) {
+  Streams& streams = TheStreams();
+  std::lock_guard<std::mutex> lock(streams.mu);
+  if (!IsLive(streams, stream))
+    Fail("work queued on a stream that does not exist or was destroyed");
+  ++streams.work[StreamIndex(stream)];
+}
 
 cudaError_t RecordError(cudaError_t error) {
   if (error != cudaSuccess) last_error = error;
@@ -184,12 +215,14 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
-                            cudaStream_t) {
+                            cudaStream_t stream) {
+  transerve_cuda_emulator::CountWork(stream);
   return transerve_cuda_emulator::Copy(dst, src, bytes, kind);
 }
 
-cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t) {
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
   using namespace transerve_cuda_emulator;
+  CountWork(stream);
   if (bytes == 0) return cudaSuccess;
   if (!IsDeviceRange(dst, bytes)) return RecordError(cudaErrorInvalidValue);
   const DeviceAccess access;
@@ -197,13 +230,46 @@ cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t) {
   return cudaSuccess;
 }
 
+// A stream is its index in the registry, never 0 (the legacy default stream).
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
-  static char the_stream;
-  *stream = reinterpret_cast<cudaStream_t>(&the_stream);
+  using namespace transerve_cuda_emulator;
+  Streams& streams = TheStreams();
+  std::lock_guard<std::mutex> lock(streams.mu);
+  *stream = reinterpret_cast<cudaStream_t>(static_cast<uintptr_t>(streams.work.size()));
+  streams.work.push_back(0);
+  streams.live.push_back(true);
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  using namespace transerve_cuda_emulator;
+  Streams& streams = TheStreams();
+  std::lock_guard<std::mutex> lock(streams.mu);
+  if (stream == nullptr || !IsLive(streams, stream)) return RecordError(cudaErrorInvalidValue);
+  streams.live[StreamIndex(stream)] = false;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  using namespace transerve_cuda_emulator;
+  Streams& streams = TheStreams();
+  std::lock_guard<std::mutex> lock(streams.mu);
+  return IsLive(streams, stream) ? cudaSuccess : RecordError(cudaErrorInvalidValue);
+}
+
+// For tests: how many operations each stream has been given, in creation order (index 0: the
+// legacy default stream), destroyed streams included. Writes up to `capacity` counts and
+// returns the number of streams.
+extern "C" __attribute__((visibility("default"))) int transerve_emulator_stream_work(uint64_t* work,
+                                                                                     int capacity) {
+  using namespace transerve_cuda_emulator;
+  Streams& streams = TheStreams();
+  std::lock_guard<std::mutex> lock(streams.mu);
+  for (int i = 0; i < capacity && i < static_cast<int>(streams.work.size()); ++i) {
+    work[i] = streams.work[i];
+  }
+  return static_cast<int>(streams.work.size());
+}
 
 cudaError_t cudaGetLastError() {
   const cudaError_t error = transerve_cuda_emulator::last_error;

@@ -75,6 +75,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
                             cudaStream_t stream = nullptr);
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream = nullptr);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaGetLastError();
 const char* cudaGetErrorString(cudaError_t error);
@@ -124,6 +125,11 @@ void RunGrid(dim3 grid, dim3 block, size_t shared_bytes, void (*body)(void*), vo
 // as real shared memory is not cleared).
 void* DynamicSharedMemory();
 
+// Counts one operation (kernel, copy, memset, GEMM) queued on `stream` (nullptr: the legacy
+// default stream); aborts for a destroyed stream. The counts are what
+// transerve_emulator_stream_work (runtime.cc) reports to tests.
+void CountWork(cudaStream_t stream);
+
 // Aborts with `what` unless `ptr` is null or points into live device memory: a host pointer
 // handed to a kernel would fault on a GPU, while the emulator could silently read it.
 void RequireDevicePointer(const void* ptr, const char* what);
@@ -134,8 +140,9 @@ void CheckKernelArgument(const T& value) {
 }
 
 template <typename... Params, typename... Args>
-void Launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t,
-            Args... args) {
+void Launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+            cudaStream_t stream, Args... args) {
+  CountWork(stream);
   struct Call {
     void (*kernel)(Params...);
     std::tuple<Params...> params;
