@@ -312,19 +312,19 @@ void Scheduler::StepOnce() {
       break;
     }
     if (status.code() != absl::StatusCode::kResourceExhausted) {
-      // Not expected from the engine: answer the live sentences rather than retry a step
-      // that cannot succeed; queued ones never touched the failed state and carry on.
+      // A failed device call: answer the live sentences rather than retry a step that cannot
+      // succeed; queued ones never touched the failed state and carry on.
       Log().error("scheduler: decoder step failed: {}", status.ToString());
       std::vector<Active> failed = std::move(live_);
       live_.clear();
       for (Active& a : failed) a.search.reset();
       kv_pressure_ = false;
-      const absl::Status answer =
-          absl::InternalError(absl::StrCat("decoder step failed: ", status.message()));
+      const absl::Status answer = absl::InternalError(status.message());
       for (Active& a : failed) Answer(a.entry->job, answer);
       return;
     }
-    // The pool is full. Now we know its size even if we were not told.
+    // The KV pool is full, or the device out of memory: either way fewer sentences fit, and
+    // now we know how many KV blocks do even if we were not told.
     learned_capacity_blocks_ = translator_->kv_pool().blocks_allocated();
     if (live_.size() > 1) {
       Preempt(live_.size() - 1);  // the newest: the oldest keep their progress
@@ -334,9 +334,8 @@ void Scheduler::StepOnce() {
     live_.pop_back();
     alone.search.reset();
     kv_pressure_ = false;
-    Answer(alone.entry->job,
-           absl::ResourceExhaustedError(
-               "the KV cache is too small for this sentence even with nothing else running"));
+    Answer(alone.entry->job, absl::ResourceExhaustedError(absl::StrCat(
+                                 status.message(), ", even with nothing else running")));
     return;
   }
 

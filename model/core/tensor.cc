@@ -14,9 +14,7 @@ constexpr size_t kCpuAlignment = 64;  // one cache line; also AVX-512 friendly
 
 void* CpuAllocate(size_t bytes) {
   const size_t rounded = (bytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-  void* ptr = std::aligned_alloc(kCpuAlignment, rounded == 0 ? kCpuAlignment : rounded);
-  if (ptr == nullptr) throw std::bad_alloc();
-  return ptr;
+  return std::aligned_alloc(kCpuAlignment, rounded == 0 ? kCpuAlignment : rounded);
 }
 void CpuFree(void* ptr) { std::free(ptr); }
 
@@ -51,6 +49,10 @@ Buffer::Buffer(Device device, size_t bytes) : device_(device), bytes_(bytes) {
                              std::string(DeviceName(device)));
   }
   data_ = allocator.allocate(bytes);
+  if (data_ == nullptr) {
+    throw OutOfMemoryError("out of memory on " + std::string(DeviceName(device)) + " allocating " +
+                           std::to_string(bytes) + " bytes");
+  }
 }
 
 Buffer::~Buffer() { AllocatorFor(device_).free(data_); }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,7 +20,15 @@ enum class Device : uint8_t { kCpu, kCuda };
 size_t DTypeSize(DType dtype);
 std::string_view DeviceName(Device device);
 
-// Owns one device allocation. Allocation goes through the device's allocator.
+// A device (or host) allocation failed. Callers answer RESOURCE_EXHAUSTED: less work at once may
+// still fit.
+class OutOfMemoryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Owns one device allocation. Allocation goes through the device's allocator; throws
+// OutOfMemoryError when it fails.
 class Buffer {
  public:
   Buffer(Device device, size_t bytes);

@@ -25,8 +25,13 @@ const TranserveCudaApi& RequireCuda(const char* op) {
   return *api;
 }
 
+// Turns a failed plugin call into an exception: OutOfMemoryError when the device ran out of
+// memory (less work at once may fit), std::runtime_error otherwise.
 void CheckCuda(int result, const TranserveCudaApi& api, const char* op) {
-  if (result != 0) throw std::runtime_error(std::string(op) + ": " + api.last_error());
+  if (result == 0) return;
+  const std::string message = std::string(op) + ": " + api.last_error();
+  if (api.last_error_is_out_of_memory()) throw OutOfMemoryError(message);
+  throw std::runtime_error(message);
 }
 
 // Makes *out a tensor of `shape` on `device`, reusing its storage when it already lives there.

@@ -47,6 +47,23 @@ absl::StatusOr<Device> ResolveDevice(const std::string& name) {
       absl::StrCat("unknown device '", name, "' (expected auto, cpu or cuda)"));
 }
 
+// Runs `work` (engine computation), turning what the engine throws into its status: running out
+// of memory is RESOURCE_EXHAUSTED (less work at once may fit, so the scheduler retries with
+// fewer sentences), anything else (a failed device call) INTERNAL. Callers answer instead of
+// the process dying.
+template <typename Work>
+auto Guarded(const char* what, Work&& work) -> decltype(work()) {
+  try {
+    return work();
+  } catch (const OutOfMemoryError& e) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": ", e.what()));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": out of host memory"));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(what, ": ", e.what()));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorOptions& options) {
@@ -194,15 +211,18 @@ absl::StatusOr<std::vector<std::shared_ptr<const CrossKv>>> Translator::Encode(
     ids.insert(ids.end(), s.begin(), s.end());
     offsets.push_back(static_cast<int32_t>(ids.size()));
   }
-  EncodePacked(model_->transformer, model_->weights, ids, offsets, &workspace_, &encoder_out_);
-  // A fresh tensor per batch: the sources keep views into it for as long as they live.
-  Tensor kv;
-  ProjectCrossKv(model_->weights, encoder_out_, &kv);
-  std::vector<std::shared_ptr<const CrossKv>> encoded;
-  for (size_t b = 0; b < sources.size(); ++b) {
-    encoded.push_back(std::make_shared<CrossKv>(CrossKv{kv.Rows(offsets[b], offsets[b + 1])}));
-  }
-  return encoded;
+  using Encoded = std::vector<std::shared_ptr<const CrossKv>>;
+  return Guarded("encoder", [&]() -> absl::StatusOr<Encoded> {
+    EncodePacked(model_->transformer, model_->weights, ids, offsets, &workspace_, &encoder_out_);
+    // A fresh tensor per batch: the sources keep views into it for as long as they live.
+    Tensor kv;
+    ProjectCrossKv(model_->weights, encoder_out_, &kv);
+    Encoded encoded;
+    for (size_t b = 0; b < sources.size(); ++b) {
+      encoded.push_back(std::make_shared<CrossKv>(CrossKv{kv.Rows(offsets[b], offsets[b + 1])}));
+    }
+    return encoded;
+  });
 }
 
 std::unique_ptr<SentenceSearch> Translator::StartSearch(std::shared_ptr<const CrossKv> source,
@@ -213,6 +233,11 @@ std::unique_ptr<SentenceSearch> Translator::StartSearch(std::shared_ptr<const Cr
 
 absl::Status Translator::Step(std::span<SentenceSearch* const> searches) {
   const ops::StreamScope scope(stream_);
+  // Device failures come before any search advances: a retry writes the same KV positions.
+  return Guarded("decoder step", [&] { return StepOnce(searches); });
+}
+
+absl::Status Translator::StepOnce(std::span<SentenceSearch* const> searches) {
   rows_.clear();
   std::vector<std::pair<SentenceSearch*, int64_t>> firsts;
   bool alignment = false;

@@ -67,12 +67,14 @@ class Translator {
   // INVALID_ARGUMENT for options this model cannot honour.
   absl::Status ValidateOptions(const DecodingOptions& options) const;
   // Runs the encoder once over the batch and projects each source's cross-attention K/V.
+  // RESOURCE_EXHAUSTED when the device is out of memory (fewer sources may fit).
   absl::StatusOr<std::vector<std::shared_ptr<const CrossKv>>> Encode(
       std::span<const std::vector<int32_t>> sources);
   std::unique_ptr<SentenceSearch> StartSearch(std::shared_ptr<const CrossKv> source,
                                               const DecodingOptions& options);
   // One decoder step for every search that is not done, in one batched call.
-  // RESOURCE_EXHAUSTED (and no search advanced) when the KV cache is full.
+  // RESOURCE_EXHAUSTED (and no search advanced) when the KV cache is full or the device is out
+  // of memory; INTERNAL when a device call failed.
   absl::Status Step(std::span<SentenceSearch* const> searches);
   std::string Detokenize(std::span<const int32_t> ids) const;
   // An empty or blank text tokenizes to EOS alone. The text APIs (Translate, the server) do not
@@ -106,6 +108,7 @@ class Translator {
  private:
   Translator() = default;
   absl::Status CheckVocabularySizes() const;
+  absl::Status StepOnce(std::span<SentenceSearch* const> searches);
 
   // This replica's device work goes here (every entry point that touches the device opens a
   // StreamScope on it). Declared first, so destroyed last: after the tensors queued on it.

@@ -11,5 +11,6 @@ namespace transerve::cuda {
 int Check(cudaError_t error, const char* what);
 int Check(cublasStatus_t status, const char* what);
 const char* LastError();
+int LastErrorIsOutOfMemory();
 
 }  // namespace transerve::cuda

@@ -115,7 +115,8 @@ const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
                                OnStream<LinearF16W>::Call,
                                OnStream<TopKF32>::Call,
                                OnStream<AppendKvF32>::Call,
-                               transerve::cuda::LastError};
+                               transerve::cuda::LastError,
+                               transerve::cuda::LastErrorIsOutOfMemory};
 // clang-format on
 
 }  // namespace

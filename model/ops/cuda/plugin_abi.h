@@ -107,6 +107,8 @@ typedef struct TranserveCudaApi {
   int (*append_kv_f32)(TranserveCudaStream* stream, const float* qkv, int32_t rows, int64_t d,
                        float* const* key_rows, float* const* value_rows);
   const char* (*last_error)(void);
+  // 1 when the calling thread's last error was the device running out of memory, else 0.
+  int (*last_error_is_out_of_memory)(void);
 } TranserveCudaApi;
 
 // Returns the plugin's table (static storage).

@@ -1,14 +1,13 @@
 // One CUDA stream per model replica: device blocks stay with the stream they were allocated
 // for, and each translator's work goes to its own stream. Skips with the probe's reason where
 // there is no usable GPU; the per-stream work counts need the host emulator (emulator/).
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <vector>
 
 #include "model/ops/cuda_plugin.h"
 #include "model/translator/translator.h"
+#include "tests/model/cuda/emulator_hooks.h"
 #include "tests/model/translator/fixtures.h"
 
 namespace transerve {
@@ -44,12 +43,8 @@ TEST(CudaStreams, AFreedBlockIsReusedOnlyOnItsStreamUntilThatStreamIsDestroyed) 
 
 // How many operations each stream has been given (emulator only; empty on a real GPU).
 std::vector<uint64_t> StreamWork() {
-  using WorkFn = int (*)(uint64_t*, int);
-  const char* path = std::getenv("TRANSERVE_CUDA_PLUGIN");
-  void* plugin = path != nullptr ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-  auto work = plugin != nullptr
-                  ? reinterpret_cast<WorkFn>(dlsym(plugin, "transerve_emulator_stream_work"))
-                  : nullptr;
+  const auto work =
+      testing::EmulatorHook<int (*)(uint64_t*, int)>("transerve_emulator_stream_work");
   if (work == nullptr) return {};
   std::vector<uint64_t> counts(static_cast<size_t>(work(nullptr, 0)));
   work(counts.data(), static_cast<int>(counts.size()));

@@ -31,6 +31,7 @@ struct Device {
   size_t used = 0;
   std::map<const char*, size_t> allocations;  // live: data address -> bytes requested
   int open = 0;                               // DeviceAccess depth
+  size_t limit = kDeviceBytes;                // `used` may not pass it (tests lower it)
 };
 
 Device& TheDevice() {
@@ -170,7 +171,7 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   std::lock_guard<std::recursive_mutex> lock(device.mu);
   if (bytes == 0) return cudaSuccess;
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (bytes > kDeviceBytes || rounded > kDeviceBytes - device.used) {
+  if (bytes > device.limit || rounded > device.limit - device.used) {
     return RecordError(cudaErrorMemoryAllocation);
   }
   char* data = device.arena + device.used;
@@ -198,6 +199,16 @@ cudaError_t cudaFree(void* ptr) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
   device.allocations.erase(it);
   return cudaSuccess;
+}
+
+// For tests: lets cudaMalloc hand out at most `bytes` more from now on (freed memory is never
+// reused here); SIZE_MAX lifts the limit.
+extern "C" __attribute__((visibility("default"))) void transerve_emulator_limit_memory(
+    size_t bytes) {
+  using namespace transerve_cuda_emulator;
+  Device& device = TheDevice();
+  std::lock_guard<std::recursive_mutex> lock(device.mu);
+  device.limit = bytes >= kDeviceBytes - device.used ? kDeviceBytes : device.used + bytes;
 }
 
 cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned /*flags*/) {

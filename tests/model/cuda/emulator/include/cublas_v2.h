@@ -10,6 +10,7 @@ using cublasHandle_t = struct TranserveEmulatedBlas*;
 enum cublasStatus_t {
   CUBLAS_STATUS_SUCCESS = 0,
   CUBLAS_STATUS_NOT_INITIALIZED = 1,
+  CUBLAS_STATUS_ALLOC_FAILED = 3,
   CUBLAS_STATUS_INVALID_VALUE = 7,
   CUBLAS_STATUS_NOT_SUPPORTED = 15,
 };
