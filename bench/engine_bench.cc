@@ -1,7 +1,8 @@
-// Engine throughput benchmark: target tokens/s of the CPU engine at several batch sizes for
-// greedy and beam search with a forced output length, the share of time spent in GEMMs, their
-// achieved GFLOP/s, the encoder's GEMM efficiency, all against a sgemm peak measured in the same
-// process. Prints a table and writes JSON. bench/engine_bench.sh runs it beside the PyTorch
+// Engine throughput benchmark: target tokens/s of the engine at several batch sizes for greedy
+// and beam search with a forced output length. On the CPU also the share of time spent in
+// GEMMs, their achieved GFLOP/s and the encoder's GEMM efficiency, all against a sgemm peak
+// measured in the same process; on a GPU (--device=cuda) the device and dtype instead. Prints a
+// table and writes JSON. bench/engine_bench.sh runs it beside the PyTorch
 // reference (bench/reference_bench.py) on the same model and inputs.
 #include <algorithm>
 #include <chrono>
@@ -17,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "model/ops/blas_kernel.h"
+#include "model/ops/cuda_plugin.h"
 #include "model/ops/ops.h"
 #include "model/translator/translator.h"
 
@@ -129,18 +131,24 @@ int Run() {
   const int max_batch = *std::max_element(batches.begin(), batches.end());
   const auto all_sources = LoadSources(t, max_batch);
 
-  ops::EnableGemmCounters(true);
-  const double peak = MeasureSgemmPeak(2048);
-
-  // Encoder GEMM efficiency at the largest batch.
-  ops::ResetGemmCounters();
-  for (int i = 0; i < 3; ++i) (void)t.Encode(all_sources);
-  const ops::GemmCounters enc = ops::ReadGemmCounters();
-  const double encoder_gflops = enc.flops / enc.seconds / 1e9;
+  // The GEMM counters and the sgemm peak describe the CPU's GEMMs only.
+  const bool on_cpu = t.device() == Device::kCpu;
+  double peak = 0, encoder_gflops = 0;
+  if (on_cpu) {
+    ops::EnableGemmCounters(true);
+    peak = MeasureSgemmPeak(2048);
+    // Encoder GEMM efficiency at the largest batch.
+    ops::ResetGemmCounters();
+    for (int i = 0; i < 3; ++i) (void)t.Encode(all_sources);
+    const ops::GemmCounters enc = ops::ReadGemmCounters();
+    encoder_gflops = enc.flops / enc.seconds / 1e9;
+    std::printf("%-6s %-7s %12s %10s %11s %9s\n", "batch", "search", "target tok/s", "GEMM share",
+                "GEMM GFLOP/s", "of peak");
+  } else {
+    std::printf("%-6s %-7s %12s %10s\n", "batch", "search", "target tok/s", "seconds");
+  }
 
   nlohmann::json results = nlohmann::json::array();
-  std::printf("%-6s %-7s %12s %10s %11s %9s\n", "batch", "search", "target tok/s", "GEMM share",
-              "GEMM GFLOP/s", "of peak");
   for (const std::string& search : searches) {
     DecodingOptions options;
     options.beam_size = search == "greedy" ? 1 : std::stoi(search.substr(4));
@@ -166,34 +174,49 @@ int Run() {
       std::sort(times.begin(), times.end());
       const double median = times[times.size() / 2];
       const double tokens_per_second = static_cast<double>(batch) * target_length / median;
-      const double gemm_gflops = g.flops / g.seconds / 1e9;
-      std::printf("%-6d %-7s %12.1f %9.0f%% %12.1f %8.0f%%\n", batch, search.c_str(),
-                  tokens_per_second, 100 * g.seconds / total, gemm_gflops,
-                  100 * gemm_gflops / peak);
-      results.push_back({{"batch", batch},
-                         {"search", search},
-                         {"target_tokens_per_second", tokens_per_second},
-                         {"seconds", median},
-                         {"gemm_share", g.seconds / total},
-                         {"gemm_gflops", gemm_gflops}});
+      nlohmann::json result{{"batch", batch},
+                            {"search", search},
+                            {"target_tokens_per_second", tokens_per_second},
+                            {"seconds", median}};
+      if (on_cpu) {
+        const double gemm_gflops = g.flops / g.seconds / 1e9;
+        std::printf("%-6d %-7s %12.1f %9.0f%% %12.1f %8.0f%%\n", batch, search.c_str(),
+                    tokens_per_second, 100 * g.seconds / total, gemm_gflops,
+                    100 * gemm_gflops / peak);
+        result["gemm_share"] = g.seconds / total;
+        result["gemm_gflops"] = gemm_gflops;
+      } else {
+        std::printf("%-6d %-7s %12.1f %10.3f\n", batch, search.c_str(), tokens_per_second, median);
+      }
+      results.push_back(std::move(result));
     }
   }
-  std::printf(
-      "sgemm peak (2048^3, %d threads): %.1f GFLOP/s; encoder GEMMs at batch %d: "
-      "%.1f GFLOP/s = %.0f%% of peak; peak RSS %.0f MB\n%s\n",
-      ops::GetNumThreads(), peak, max_batch, encoder_gflops, 100 * encoder_gflops / peak,
-      PeakRssBytes() / 1e6, ops::BlasDescription().c_str());
+  const std::string device =
+      on_cpu ? ops::BlasDescription() : "CUDA " + ProbeCuda().detail + ", " + t.dtype();
+  if (on_cpu) {
+    std::printf(
+        "sgemm peak (2048^3, %d threads): %.1f GFLOP/s; encoder GEMMs at batch %d: "
+        "%.1f GFLOP/s = %.0f%% of peak; peak RSS %.0f MB\n",
+        ops::GetNumThreads(), peak, max_batch, encoder_gflops, 100 * encoder_gflops / peak,
+        PeakRssBytes() / 1e6);
+  }
+  std::printf("%s\n", device.c_str());
   const std::string json_path = absl::GetFlag(FLAGS_json);
   if (!json_path.empty()) {
     nlohmann::json out{{"engine", "transerve"},
+                       {"device", std::string(DeviceName(t.device()))},
+                       {"dtype", t.dtype()},
+                       {"device_detail", device},
                        {"blas", ops::BlasDescription()},
                        {"threads", ops::GetNumThreads()},
-                       {"sgemm_peak_gflops", peak},
-                       {"encoder_gemm_gflops", encoder_gflops},
-                       {"encoder_gemm_fraction_of_peak", encoder_gflops / peak},
                        {"peak_rss_bytes", PeakRssBytes()},
                        {"target_length", target_length},
                        {"results", results}};
+    if (on_cpu) {
+      out["sgemm_peak_gflops"] = peak;
+      out["encoder_gemm_gflops"] = encoder_gflops;
+      out["encoder_gemm_fraction_of_peak"] = encoder_gflops / peak;
+    }
     std::ofstream(json_path) << out.dump(2) << "\n";
   }
   return 0;

@@ -114,7 +114,9 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
           ? std::max<int64_t>(1, options.kv_cache_max_bytes / block_bytes)
           : 0);
   t->stream_.Synchronize();  // the weights are in place before the first request
-  Log().info("translator ready on {} ({})", DeviceName(t->device_), ops::BlasDescription());
+  Log().info("translator ready on {} ({})", DeviceName(t->device_),
+             t->device_ == Device::kCpu ? ops::BlasDescription()
+                                        : absl::StrCat(ProbeCuda().detail, ", ", t->dtype_));
   return t;
 }
 
