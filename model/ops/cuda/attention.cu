@@ -1,8 +1,9 @@
 // Single-query attention over lists of key/value segments, the CUDA counterpart of the CPU
 // backend's AttendOne: packed encoder self-attention, cached decoder self-attention (segments =
 // KV blocks) and cross-attention are all this kernel with different segment lists.
-// One block per (query row, head): scores in shared memory, block-wide max and sum, then each
-// thread owns output dimensions.
+// One block per (query row, head): a thread per position computes its score, block-wide max and
+// sum, then groups of threads split the positions and each thread of a group owns an output
+// dimension (so a head of 64 keeps all 128 threads busy, reading values in whole lines).
 #include <algorithm>
 #include <cfloat>
 #include <cstdint>
@@ -16,6 +17,7 @@ namespace transerve::cuda {
 namespace {
 
 constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
 
 __device__ float BlockReduce(float v, float* shared, bool is_max) {
   for (int offset = 16; offset > 0; offset /= 2) {
@@ -27,7 +29,7 @@ __device__ float BlockReduce(float v, float* shared, bool is_max) {
   __syncthreads();
   if (threadIdx.x == 0) {
     float total = shared[0];
-    for (int w = 1; w < kThreads / 32; ++w) {
+    for (int w = 1; w < kWarps; ++w) {
       total = is_max ? fmaxf(total, shared[w]) : total + shared[w];
     }
     shared[0] = total;
@@ -42,16 +44,25 @@ __global__ void AttendKernel(const float* q, int64_t q_stride, int32_t heads, in
                              const TranserveCudaKvSegment* segments, const int32_t* row_segments,
                              float scale, float* out, int64_t out_stride, float* head_mean,
                              int64_t mean_stride) {
-  // This row's positions, then kThreads/32 reduction slots.
-  float* scores = DynamicShared<float>();
+  // Shared: this row's scores (one per position), kWarps reduction slots, the query, and the
+  // output's partial sums (kThreads).
   const int row = blockIdx.x, head = blockIdx.y;
   const int first = row_segments[row], last = row_segments[row + 1];
   int positions = 0;
   for (int s = first; s < last; ++s) positions += segments[s].count;
+  float* scores = DynamicShared<float>();
   float* reduce = scores + positions;
-  const float* query = q + row * q_stride + head * head_dim;
+  float* query = reduce + kWarps;
+  float* partial = query + head_dim;
+  for (int i = threadIdx.x; i < head_dim; i += kThreads) {
+    query[i] = q[row * q_stride + head * head_dim + i];
+  }
+  __syncthreads();
 
-  // Scores: position p of the row's concatenated segments.
+  // Scores: a thread per position, reading its key's consecutive floats (L1 keeps the lines
+  // between iterations). A warp per position would read whole lines at once but costs five
+  // shuffles a position, and doubled the CI emulator's parity time; a GPU must show it pays
+  // before it replaces this.
   float local_max = -FLT_MAX;
   for (int p = threadIdx.x; p < positions; p += kThreads) {
     int s = first, offset = p;
@@ -75,14 +86,32 @@ __global__ void AttendKernel(const float* q, int64_t q_stride, int32_t heads, in
     if (head_mean != nullptr) atomicAdd(head_mean + row * mean_stride + p, scores[p] / heads);
   }
   __syncthreads();
-  // Output: thread i sums dimension i over every position, segment by segment.
+
+  // Output: `groups` groups of head_dim threads; group g sums positions g, g + groups, ... of
+  // each segment for its thread's dimension (consecutive threads, consecutive floats of a
+  // value), then the groups' partial sums are added.
+  const int groups = head_dim <= kThreads ? kThreads / head_dim : 1;
+  const int group = threadIdx.x / head_dim;
+  for (int i = threadIdx.x % head_dim; i < head_dim && group < groups; i += kThreads) {
+    float acc = 0.0f;
+    for (int s = first, base = 0; s < last; base += segments[s++].count) {
+      const TranserveCudaKvSegment segment = segments[s];
+      const float* v = segment.values + head * head_dim + i;
+      for (int j = group; j < segment.count; j += groups) {
+        acc += scores[base + j] * v[j * segment.stride];
+      }
+    }
+    if (groups == 1) {
+      out[row * out_stride + head * head_dim + i] = acc;
+    } else {
+      partial[threadIdx.x] = acc;
+    }
+  }
+  if (groups == 1) return;
+  __syncthreads();
   for (int i = threadIdx.x; i < head_dim; i += kThreads) {
     float acc = 0.0f;
-    int p = 0;
-    for (int s = first; s < last; ++s) {
-      const float* v = segments[s].values + head * head_dim + i;
-      for (int j = 0; j < segments[s].count; ++j, ++p) acc += scores[p] * v[j * segments[s].stride];
-    }
+    for (int g = 0; g < groups; ++g) acc += partial[g * head_dim + i];
     out[row * out_stride + head * head_dim + i] = acc;
   }
 }
@@ -116,7 +145,7 @@ int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int
   const auto* device_segments = static_cast<const TranserveCudaKvSegment*>(tables);
   const auto* device_offsets =
       reinterpret_cast<const int32_t*>(static_cast<const char*>(tables) + segment_bytes);
-  const size_t shared = sizeof(float) * (longest + kThreads / 32);
+  const size_t shared = sizeof(float) * (longest + kWarps + head_dim + kThreads);
   Launch(AttendKernel, dim3(rows, heads), dim3(kThreads), shared, Stream(), q, q_stride, heads,
          head_dim, device_segments, device_offsets, scale, out, out_stride, head_mean, mean_stride);
   return Check(cudaGetLastError(), "attention kernel");

@@ -81,15 +81,20 @@ TEST_F(CudaOpsTest, AddLayerNormMatchesTheCpuAndMayWriteInPlace) {
   ExpectClose(gx, cpu, 1e-4f);
 }
 
-TEST_F(CudaOpsTest, PackedSelfAttentionMatchesTheCpu) {
+TEST_F(CudaOpsTest, PackedSelfAttentionMatchesTheCpuForEveryHeadSize) {
   std::mt19937 rng(35);
-  const int heads = 4, d = 64;
   const std::vector<int32_t> offsets{0, 5, 6, 23, 40};
-  const Tensor qkv = RandomTensor({40, 3 * d}, rng, 2.0f);
-  Tensor cpu, gpu;
-  ops::PackedSelfAttention(qkv, offsets, heads, &cpu);
-  ops::PackedSelfAttention(ops::CopyTo(qkv, Device::kCuda), offsets, heads, &gpu);
-  ExpectClose(gpu, cpu, 1e-4f);
+  // Head sizes below a warp, of whole warps (the kernel splits positions over thread groups),
+  // between, and above the block's threads.
+  for (const auto& [heads, d] :
+       std::vector<std::pair<int, int>>{{4, 64}, {2, 128}, {2, 192}, {1, 160}, {1, 320}}) {
+    const Tensor qkv = RandomTensor({40, 3 * d}, rng, 2.0f);
+    Tensor cpu, gpu;
+    ops::PackedSelfAttention(qkv, offsets, heads, &cpu);
+    ops::PackedSelfAttention(ops::CopyTo(qkv, Device::kCuda), offsets, heads, &gpu);
+    SCOPED_TRACE(::testing::Message() << heads << " heads of " << d / heads);
+    ExpectClose(gpu, cpu, 1e-4f);
+  }
 }
 
 TEST_F(CudaOpsTest, CrossAttentionAndItsHeadMeansMatchTheCpu) {
@@ -110,22 +115,26 @@ TEST_F(CudaOpsTest, CrossAttentionAndItsHeadMeansMatchTheCpu) {
 
 TEST_F(CudaOpsTest, CachedSelfAttentionOverDeviceBlocksMatchesTheCpu) {
   std::mt19937 rng(37);
-  const int heads = 4, d = 64, steps = 2 * kKvBlockPositions + 5;  // three blocks
-  KvBlockPool cpu_pool(d, Device::kCpu), gpu_pool(d, Device::kCuda);
-  SequenceKvCache cpu_cache(&cpu_pool, 1), gpu_cache(&gpu_pool, 1);
-  SequenceKvCache* cpu_caches[] = {&cpu_cache};
-  SequenceKvCache* gpu_caches[] = {&gpu_cache};
-  for (int t = 0; t < steps; ++t) {
-    const Tensor qkv = RandomTensor({1, 3 * d}, rng, 2.0f);
-    Tensor cpu, gpu;
-    ASSERT_TRUE(ops::CachedSelfAttention(qkv, 0, cpu_caches, heads, &cpu));
-    ASSERT_TRUE(
-        ops::CachedSelfAttention(ops::CopyTo(qkv, Device::kCuda), 0, gpu_caches, heads, &gpu));
-    cpu_cache.CommitAppend();
-    gpu_cache.CommitAppend();
-    ExpectClose(gpu, cpu, 1e-4f);
+  const int steps = 2 * kKvBlockPositions + 5;  // three blocks
+  // Heads of 16 and of 40 dimensions: 40 leaves some of the kernel's threads without a group.
+  for (const auto& [heads, d] : std::vector<std::pair<int, int>>{{4, 64}, {2, 80}}) {
+    SCOPED_TRACE(::testing::Message() << heads << " heads of " << d / heads);
+    KvBlockPool cpu_pool(d, Device::kCpu), gpu_pool(d, Device::kCuda);
+    SequenceKvCache cpu_cache(&cpu_pool, 1), gpu_cache(&gpu_pool, 1);
+    SequenceKvCache* cpu_caches[] = {&cpu_cache};
+    SequenceKvCache* gpu_caches[] = {&gpu_cache};
+    for (int t = 0; t < steps; ++t) {
+      const Tensor qkv = RandomTensor({1, 3 * d}, rng, 2.0f);
+      Tensor cpu, gpu;
+      ASSERT_TRUE(ops::CachedSelfAttention(qkv, 0, cpu_caches, heads, &cpu));
+      ASSERT_TRUE(
+          ops::CachedSelfAttention(ops::CopyTo(qkv, Device::kCuda), 0, gpu_caches, heads, &gpu));
+      cpu_cache.CommitAppend();
+      gpu_cache.CommitAppend();
+      ExpectClose(gpu, cpu, 1e-4f);
+    }
+    EXPECT_EQ(gpu_pool.blocks_in_use(), 3);
   }
-  EXPECT_EQ(gpu_pool.blocks_in_use(), 3);
 }
 
 TEST_F(CudaOpsTest, EmbedTokensMatchesTheCpu) {
