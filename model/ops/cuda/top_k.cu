@@ -1,7 +1,9 @@
 // The candidates of each logits row on the device, so a decoder step copies back k tokens per
-// row instead of the whole vocabulary: one block per row computes the log-softmax normaliser
-// over the allowed tokens, then selects the k best by k block-wide arg-max passes (k is small:
-// 1 for greedy, 2 x beam for beam search).
+// row instead of the whole vocabulary. One block per row reads the row once: each thread keeps
+// the running log-softmax normaliser (max and rescaled sum) over its allowed tokens and, when k
+// is at most kLocalK (twice the beam: beams up to the server's default limit of 8), its own k
+// best; k block-wide arg-max rounds over the threads' lists then pick the row's k best. A
+// larger k falls back to k passes over the row.
 #include <cfloat>
 #include <cstdint>
 
@@ -13,11 +15,15 @@ namespace transerve::cuda {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kLocalK = 16;
 
 struct Best {
   float value;
   int32_t token;
 };
+
+constexpr Best kNone{-FLT_MAX, INT32_MAX};
 
 // Higher value wins; ties go to the lower id (the CPU backend's order).
 __device__ Best Better(Best a, Best b) {
@@ -25,65 +31,96 @@ __device__ Best Better(Best a, Best b) {
   return a.token < b.token ? a : b;
 }
 
+__device__ bool Before(Best a, Best b) {
+  return a.value > b.value || (a.value == b.value && a.token < b.token);
+}
+
+// The block's best of every thread's `mine`, for every thread.
+__device__ Best BlockBest(Best mine, Best* shared) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const Best other{__shfl_down_sync(0xffffffffu, mine.value, offset),
+                     __shfl_down_sync(0xffffffffu, mine.token, offset)};
+    mine = Better(mine, other);
+  }
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = mine;
+  __syncthreads();
+  Best best = shared[0];
+  for (int w = 1; w < kWarps; ++w) best = Better(best, shared[w]);
+  __syncthreads();
+  return best;
+}
+
+// A running normaliser: the largest logit seen and the sum of exp(logit - max).
+struct Normaliser {
+  float max;
+  float sum;
+};
+
+__device__ Normaliser Merge(Normaliser a, Normaliser b) {
+  const float max = fmaxf(a.max, b.max);
+  return {max, a.sum * expf(a.max - max) + b.sum * expf(b.max - max)};
+}
+
 __global__ void TopKKernel(const float* logits, int32_t vocab, const int32_t* ks,
                            const uint8_t* ban_eos, int32_t pad, int32_t eos, int32_t max_k,
                            int32_t* tokens, float* log_probs) {
-  __shared__ float reduce[kThreads / 32];
-  __shared__ Best best_shared[kThreads / 32];
+  __shared__ Normaliser normalisers[kWarps];
+  __shared__ Best best_shared[kWarps];
   const int32_t row = blockIdx.x;
   const float* x = logits + static_cast<int64_t>(row) * vocab;
   const bool ban = ban_eos[row] != 0;
   auto allowed = [&](int32_t t) { return t != pad && !(ban && t == eos); };
-
-  // Normaliser: max, then sum of exp.
-  float m = -FLT_MAX;
-  for (int32_t t = threadIdx.x; t < vocab; t += kThreads) {
-    if (allowed(t)) m = fmaxf(m, x[t]);
-  }
-  for (int offset = 16; offset > 0; offset /= 2)
-    m = fmaxf(m, __shfl_down_sync(0xffffffffu, m, offset));
-  if (threadIdx.x % 32 == 0) reduce[threadIdx.x / 32] = m;
-  __syncthreads();
-  float max_value = reduce[0];
-  for (int w = 1; w < kThreads / 32; ++w) max_value = fmaxf(max_value, reduce[w]);
-  __syncthreads();
-  float s = 0.0f;
-  for (int32_t t = threadIdx.x; t < vocab; t += kThreads) {
-    if (allowed(t)) s += expf(x[t] - max_value);
-  }
-  for (int offset = 16; offset > 0; offset /= 2) s += __shfl_down_sync(0xffffffffu, s, offset);
-  if (threadIdx.x % 32 == 0) reduce[threadIdx.x / 32] = s;
-  __syncthreads();
-  float sum = 0.0f;
-  for (int w = 0; w < kThreads / 32; ++w) sum += reduce[w];
-  const float normalizer = max_value + logf(sum);
-  __syncthreads();
-
-  // k passes; a token already chosen is excluded by value-and-id order (strictly after the
-  // previous pick in (value desc, id asc) order).
   const int32_t k = ks[row];
+  const bool one_pass = k > 0 && k <= kLocalK;
+
+  // One pass: the normaliser and, for a small k, this thread's k best (best first).
+  Normaliser n{-FLT_MAX, 0.0f};
+  Best local[kLocalK];
+  int32_t kept = 0;
+  for (int32_t t = threadIdx.x; t < vocab; t += kThreads) {
+    if (!allowed(t)) continue;
+    const float v = x[t];
+    if (v > n.max) {
+      n.sum = n.sum * expf(n.max - v) + 1.0f;
+      n.max = v;
+    } else {
+      n.sum += expf(v - n.max);
+    }
+    if (!one_pass || (kept == k && !Before({v, t}, local[k - 1]))) continue;
+    int32_t i = kept < k ? kept++ : k - 1;  // insertion: shift the worse ones down
+    for (; i > 0 && Before({v, t}, local[i - 1]); --i) local[i] = local[i - 1];
+    local[i] = {v, t};
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    n = Merge(n, {__shfl_down_sync(0xffffffffu, n.max, offset),
+                  __shfl_down_sync(0xffffffffu, n.sum, offset)});
+  }
+  if (threadIdx.x % 32 == 0) normalisers[threadIdx.x / 32] = n;
+  __syncthreads();
+  Normaliser row_n = normalisers[0];
+  for (int w = 1; w < kWarps; ++w) row_n = Merge(row_n, normalisers[w]);
+  const float normaliser = row_n.max + logf(row_n.sum);
+
+  // k rounds: the best head of the threads' lists wins and its owner moves to its next one.
+  // With a large k, each round instead scans the row for the best token after the previous
+  // pick in (value desc, id asc) order.
+  int32_t head = 0;
   Best previous{FLT_MAX, -1};
   for (int32_t pick = 0; pick < k; ++pick) {
-    Best best{-FLT_MAX, INT32_MAX};
-    for (int32_t t = threadIdx.x; t < vocab; t += kThreads) {
-      if (!allowed(t)) continue;
-      const float v = x[t];
-      const bool after_previous = v < previous.value || (v == previous.value && t > previous.token);
-      if (after_previous) best = Better(best, {v, t});
+    Best mine = kNone;
+    if (one_pass) {
+      if (head < kept) mine = local[head];
+    } else {
+      for (int32_t t = threadIdx.x; t < vocab; t += kThreads) {
+        const Best candidate{x[t], t};
+        if (allowed(t) && Before(previous, candidate)) mine = Better(mine, candidate);
+      }
     }
-    for (int offset = 16; offset > 0; offset /= 2) {
-      Best other{__shfl_down_sync(0xffffffffu, best.value, offset),
-                 __shfl_down_sync(0xffffffffu, best.token, offset)};
-      best = Better(best, other);
-    }
-    if (threadIdx.x % 32 == 0) best_shared[threadIdx.x / 32] = best;
-    __syncthreads();
-    Best winner = best_shared[0];
-    for (int w = 1; w < kThreads / 32; ++w) winner = Better(winner, best_shared[w]);
-    __syncthreads();
+    const Best winner = BlockBest(mine, best_shared);
+    if (one_pass && head < kept && winner.token == local[head].token) ++head;
     if (threadIdx.x == 0) {
       tokens[row * max_k + pick] = winner.token;
-      log_probs[row * max_k + pick] = winner.value - normalizer;
+      log_probs[row * max_k + pick] = winner.value - normaliser;
     }
     previous = winner;
   }

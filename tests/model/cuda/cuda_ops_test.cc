@@ -155,17 +155,20 @@ TEST_F(CudaOpsTest, EmbedTokensMatchesTheCpu) {
 
 TEST_F(CudaOpsTest, TopKOnTheDeviceMatchesTheCpuCandidates) {
   std::mt19937 rng(40);
-  const int rows = 6, vocab = 5003;
+  const int rows = 7, vocab = 5003, max_k = 24;
   Tensor logits = RandomTensor({rows, vocab}, rng, 4.0f);
-  logits.f32()[1 * vocab + 7] = logits.f32()[1 * vocab + 9] = 50.0f;  // a tie: lower id first
+  // Ties go to the lower id: across the kernel's threads (7, 9) and within one (7 + 256).
+  logits.f32()[1 * vocab + 7] = logits.f32()[1 * vocab + 9] = 50.0f;
+  logits.f32()[1 * vocab + 7 + 256] = 50.0f;
   const SpecialTokens special{/*pad=*/vocab - 1, /*eos=*/0, /*decoder_start=*/vocab - 1};
   logits.f32()[2 * vocab + special.pad] = 99.0f;  // pad is never a candidate
   logits.f32()[3 * vocab + special.eos] = 99.0f;  // banned below
-  const std::vector<int32_t> k{1, 2, 8, 8, 3, 16};
-  const std::vector<uint8_t> ban{0, 0, 0, 1, 1, 0};
+  // k up to 16 is found in one pass over the row, larger k in k passes.
+  const std::vector<int32_t> k{1, 3, 8, 8, 3, 16, 24};
+  const std::vector<uint8_t> ban{0, 0, 0, 1, 1, 0, 0};
   std::vector<int32_t> tokens;
   std::vector<float> log_probs;
-  ops::TopKOnDevice(ops::CopyTo(logits, Device::kCuda), k, ban, special.pad, special.eos, 16,
+  ops::TopKOnDevice(ops::CopyTo(logits, Device::kCuda), k, ban, special.pad, special.eos, max_k,
                     &tokens, &log_probs);
   std::vector<TokenScore> want;
   for (int r = 0; r < rows; ++r) {
@@ -174,8 +177,8 @@ TEST_F(CudaOpsTest, TopKOnTheDeviceMatchesTheCpuCandidates) {
     TopTokens(std::span<const float>(logits.f32() + r * vocab, vocab), special, rule, k[r], &want);
     ASSERT_EQ(static_cast<int>(want.size()), k[r]);
     for (int i = 0; i < k[r]; ++i) {
-      EXPECT_EQ(tokens[r * 16 + i], want[i].token) << "row " << r << " rank " << i;
-      EXPECT_NEAR(log_probs[r * 16 + i], want[i].log_prob, 1e-4f) << "row " << r;
+      EXPECT_EQ(tokens[r * max_k + i], want[i].token) << "row " << r << " rank " << i;
+      EXPECT_NEAR(log_probs[r * max_k + i], want[i].log_prob, 1e-4f) << "row " << r;
     }
   }
 }
