@@ -4,8 +4,9 @@
 # Abseil, OpenBLAS, GoogleTest: /work/.library/device/KINDS.md) and cannot fetch them, so the
 # project cannot be configured there. The bundle holds the binaries built here (the CUDA plugin
 # next to them in lib/, where the engine looks for it) and every shared library they need
-# except glibc, the CUDA driver and cuBLAS, which the GPU machine has. libstdc++ and libgcc_s
-# go in lib/fallback/, used only where the machine's own are older than ours.
+# except the C and C++ runtimes (glibc 2.34 and libstdc++ with GLIBCXX_3.4.30 at least: Debian
+# 12's own libraries need them, so older ones could not be carried), the CUDA driver and cuBLAS,
+# which the GPU machine has.
 # Usage: bench/device-bundle.sh   (then run: carry build/device-bundle.tar.xz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,23 +17,19 @@ binaries=(bin/transerve-engine-bench bin/transerve-server bin/transerve-client
 cmake --build "$BUILD" --target transerve_cuda cuda_plugin_test transerve-engine-bench \
   transerve-server transerve-client transerve-loadgen
 rm -rf "$BUNDLE" "$BUNDLE.tar.xz"
-mkdir -p "$BUNDLE/bin" "$BUNDLE/lib/fallback"
+mkdir -p "$BUNDLE/bin" "$BUNDLE/lib"
 for b in "${binaries[@]}"; do cp "$BUILD/$b" "$BUNDLE/bin/"; done
 cp "$BUILD/lib/libtranserve_cuda.so" "$BUNDLE/lib/"
-# The machine's own: glibc (our binaries need 2.34 at most), the loader, the driver, cuBLAS.
-system='^(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|libcuda|libcublas|libcublasLt)\.so'
+# The machine's own: the C and C++ runtimes, the loader, the driver, cuBLAS.
+system='^(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt)\.so'
 for lib in $(ldd "$BUNDLE"/bin/* "$BUNDLE/lib/libtranserve_cuda.so" | awk '/=> \//{print $3}' |
              sort -u); do
   name=$(basename "$lib")
-  if [[ $name =~ $system ]]; then continue; fi
-  case $name in
-    libstdc++.so.*|libgcc_s.so.*) cp -L "$lib" "$BUNDLE/lib/fallback/$name" ;;
-    *) cp -L "$lib" "$BUNDLE/lib/$name" ;;
-  esac
+  [[ $name =~ $system ]] || cp -L "$lib" "$BUNDLE/lib/$name"
 done
 # The tests find their fixtures under the source directory compiled into them (this one).
 echo "$PWD" > "$BUNDLE/SOURCE_DIR"
-# The newest libstdc++ version the binaries need: the GPU machine's own serves if it has it.
+# The newest libstdc++ version the binaries need, for device-check to say so if it is missing.
 objdump -T "$BUNDLE"/bin/* "$BUNDLE"/lib/*.so* | grep -o 'GLIBCXX_[0-9.]*' | sort -uV | tail -1 \
   > "$BUNDLE/GLIBCXX"
 tar -C "$BUILD" -cJf "$BUNDLE.tar.xz" device-bundle

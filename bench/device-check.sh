@@ -37,20 +37,20 @@ library_dir() {
   [ -n "$path" ] && dirname "$path"
 }
 
-# The bundle's binaries find their own libraries first, then the machine's cuBLAS; libstdc++
-# and libgcc_s only where the machine's lack the newest version the binaries need.
+# The bundle's binaries find their own libraries first, then the machine's cuBLAS; the C and
+# C++ runtimes are the machine's.
 use_bundle() {
-  local bundle=$PWD/build/device-bundle system_cxx needed
+  local bundle=$PWD/build/device-bundle system_cxx needed cublas
   tar -C build -xJf build/device-bundle.tar.xz || return 1
   LD_LIBRARY_PATH=$bundle/lib
-  local cublas
   cublas=$(library_dir libcublas.so.13) && LD_LIBRARY_PATH+=:$cublas
+  export LD_LIBRARY_PATH
   system_cxx=$(ldconfig -p | awk '$1 == "libstdc++.so.6" {print $NF; exit}')
   needed=$(cat "$bundle/GLIBCXX")
   if [ -z "$system_cxx" ] || ! grep -qa "$needed" "$system_cxx"; then
-    LD_LIBRARY_PATH+=:$bundle/lib/fallback
+    echo "this machine's libstdc++ (${system_cxx:-none}) lacks $needed: the binaries cannot run"
+    return 1
   fi
-  export LD_LIBRARY_PATH
   # The tests read fixtures under the source directory compiled into them.
   local src
   src=$(cat "$bundle/SOURCE_DIR")
