@@ -95,7 +95,6 @@ StreamCall::~StreamCall() {
   stream_->mu.unlock();
 }
 
-TranserveCudaStream* CurrentStream() { return current; }
 cudaStream_t Stream() { return current->stream; }
 cublasHandle_t Blas() { return current->blas; }
 

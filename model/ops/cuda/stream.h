@@ -44,7 +44,6 @@ class StreamCall {
 
 // The current stream (see StreamCall), its cuBLAS handle and its scratch: at least `bytes` of
 // device memory in `slot`, or nullptr with the error recorded under `what`.
-TranserveCudaStream* CurrentStream();
 cudaStream_t Stream();
 cublasHandle_t Blas();
 void* Scratch(ScratchSlot slot, size_t bytes, const char* what);
