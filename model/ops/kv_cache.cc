@@ -68,7 +68,8 @@ std::unique_ptr<SequenceKvCache> SequenceKvCache::Fork() const {
   return copy;
 }
 
-bool SequenceKvCache::PrepareAppend(int layer, float** key_row, float** value_row) {
+bool SequenceKvCache::PrepareAppend(int layer, float** key_row, float** value_row,
+                                    std::vector<KvBlockCopy>* copies) {
   std::vector<int32_t>& table = tables_[layer];
   const int32_t slot = length_ % kKvBlockPositions;
   if (slot == 0 && table.size() == static_cast<size_t>(length_ / kKvBlockPositions)) {
@@ -81,14 +82,27 @@ bool SequenceKvCache::PrepareAppend(int layer, float** key_row, float** value_ro
     const int32_t shared = table.back();
     const int32_t own = pool_->Allocate();
     if (own < 0) return false;
-    ops::CopyKvBlockPrefix(*pool_, shared, own, slot);
-    pool_->Release(shared);
+    // The copy reads positions [0, slot) of `shared`, which nobody writes any more, so it may
+    // come after this step's writes (at `slot`) to either block.
+    copies->push_back({shared, own, slot});
+    pool_->Release(shared);  // others still hold it: it is not handed out before the copy
     table.back() = own;
   }
   const int32_t block = table.back();
   *key_row = pool_->keys(block) + static_cast<int64_t>(slot) * pool_->d_model();
   *value_row = pool_->values(block) + static_cast<int64_t>(slot) * pool_->d_model();
   return true;
+}
+
+bool PrepareAppends(std::span<SequenceKvCache* const> caches, int layer, float** key_rows,
+                    float** value_rows) {
+  std::vector<KvBlockCopy> copies;
+  bool prepared = true;
+  for (size_t r = 0; r < caches.size() && prepared; ++r) {
+    prepared = caches[r]->PrepareAppend(layer, &key_rows[r], &value_rows[r], &copies);
+  }
+  if (!copies.empty()) ops::CopyKvBlockPrefixes(caches[0]->pool(), copies);
+  return prepared;
 }
 
 }  // namespace transerve

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "model/core/tensor.h"
@@ -13,6 +14,14 @@
 namespace transerve {
 
 inline constexpr int kKvBlockPositions = 16;
+
+// The first `positions` key and value rows of block `from`, copied into block `to`: how a
+// sequence takes its own copy of a partly filled block it shares with a fork.
+struct KvBlockCopy {
+  int32_t from;
+  int32_t to;
+  int32_t positions;
+};
 
 class KvBlockPool {
  public:
@@ -34,6 +43,8 @@ class KvBlockPool {
   const float* values(int32_t block) const { return const_cast<KvBlockPool*>(this)->values(block); }
 
   int64_t d_model() const { return d_model_; }
+  // Floats in a block's keys; its values start this far after them.
+  int64_t block_floats() const { return block_floats_; }
   Device device() const { return device_; }
   int64_t blocks_in_use() const { return in_use_; }
   int64_t blocks_allocated() const { return static_cast<int64_t>(refcounts_.size()); }
@@ -69,8 +80,10 @@ class SequenceKvCache {
   std::unique_ptr<SequenceKvCache> Fork() const;
 
   // Makes position `length()` of `layer` writable (allocating or un-sharing its block) and
-  // returns pointers to its key and value rows; nullptr when the pool is exhausted.
-  bool PrepareAppend(int layer, float** key_row, float** value_row);
+  // returns pointers to its key and value rows; false when the pool is exhausted. Un-sharing
+  // adds the copy the new block needs to `copies`, for the caller to make (PrepareAppends).
+  bool PrepareAppend(int layer, float** key_row, float** value_row,
+                     std::vector<KvBlockCopy>* copies);
   // Marks the step complete: every layer now holds one more position.
   void CommitAppend() { ++length_; }
 
@@ -78,11 +91,19 @@ class SequenceKvCache {
   int num_layers() const { return static_cast<int>(tables_.size()); }
   const std::vector<int32_t>& blocks(int layer) const { return tables_[layer]; }
   const KvBlockPool& pool() const { return *pool_; }
+  KvBlockPool& pool() { return *pool_; }
 
  private:
   KvBlockPool* pool_;
   std::vector<std::vector<int32_t>> tables_;
   int32_t length_ = 0;
 };
+
+// PrepareAppend for every cache at `layer` (row r's rows into key_rows[r], value_rows[r]), then
+// the blocks this un-shares are copied in one call (on a GPU, one kernel instead of two copies
+// per forked row). The copies are made also when the pool runs out part-way: a cache that
+// already took its own block would not take it again when the step is retried.
+bool PrepareAppends(std::span<SequenceKvCache* const> caches, int layer, float** key_rows,
+                    float** value_rows);
 
 }  // namespace transerve

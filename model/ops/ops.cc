@@ -275,9 +275,7 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
     const int64_t d = qkv.dim(1) / 3;
     const float* base = qkv.f32();
     std::vector<float*> key_rows(caches.size()), value_rows(caches.size());
-    for (size_t r = 0; r < caches.size(); ++r) {
-      if (!caches[r]->PrepareAppend(layer, &key_rows[r], &value_rows[r])) return false;
-    }
+    if (!PrepareAppends(caches, layer, key_rows.data(), value_rows.data())) return false;
     CheckCuda(api.append_kv_f32(CurrentCudaStream(), base, static_cast<int32_t>(caches.size()), d,
                                 key_rows.data(), value_rows.data()),
               api, "CachedSelfAttention: append");
@@ -324,20 +322,24 @@ void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> 
   cpu::CrossAttention(q, layer, sources, heads, out, head_mean_weights);
 }
 
-void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions) {
+void CopyKvBlockPrefixes(KvBlockPool& pool, std::span<const KvBlockCopy> copies) {
   if (pool.device() == Device::kCuda) {
-    const TranserveCudaApi& api = RequireCuda("CopyKvBlockPrefix");
-    const size_t bytes = static_cast<size_t>(positions) * pool.d_model() * sizeof(float);
-    CheckCuda(api.copy(CurrentCudaStream(), pool.keys(to), pool.keys(from), bytes,
-                       TRANSERVE_CUDA_DEVICE_TO_DEVICE),
-              api, "CopyKvBlockPrefix");
-    CheckCuda(api.copy(CurrentCudaStream(), pool.values(to), pool.values(from), bytes,
-                       TRANSERVE_CUDA_DEVICE_TO_DEVICE),
-              api, "CopyKvBlockPrefix");
+    const TranserveCudaApi& api = RequireCuda("CopyKvBlockPrefixes");
+    std::vector<const float*> from(copies.size());
+    std::vector<float*> to(copies.size());
+    std::vector<int64_t> floats(copies.size());
+    for (size_t i = 0; i < copies.size(); ++i) {
+      from[i] = pool.keys(copies[i].from);
+      to[i] = pool.keys(copies[i].to);
+      floats[i] = copies[i].positions * pool.d_model();
+    }
+    CheckCuda(api.copy_kv_prefixes_f32(CurrentCudaStream(), static_cast<int32_t>(copies.size()),
+                                       from.data(), to.data(), floats.data(), pool.block_floats()),
+              api, "CopyKvBlockPrefixes");
     return;
   }
-  RequireCpu(pool.device(), "CopyKvBlockPrefix");
-  cpu::CopyKvBlockPrefix(pool, from, to, positions);
+  RequireCpu(pool.device(), "CopyKvBlockPrefixes");
+  cpu::CopyKvBlockPrefixes(pool, copies);
 }
 
 }  // namespace transerve::ops

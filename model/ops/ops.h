@@ -144,8 +144,9 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
                     Tensor* out, Tensor* head_mean_weights = nullptr);
 
-// Copies the first `positions` key and value rows of block `from` into block `to`.
-void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions);
+// Makes every copy in `copies` (KvBlockCopy: the first key and value rows of one block into
+// another), in one call.
+void CopyKvBlockPrefixes(KvBlockPool& pool, std::span<const KvBlockCopy> copies);
 
 }  // namespace ops
 }  // namespace transerve

@@ -111,13 +111,12 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   out->Resize({rows, d});
   // Appending touches the shared block pool: done in order here, then rows attend in parallel.
+  std::vector<float*> key_rows(caches.size()), value_rows(caches.size());
+  if (!PrepareAppends(caches, layer, key_rows.data(), value_rows.data())) return false;
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = qkv.f32() + r * 3 * d;
-    float* key_row = nullptr;
-    float* value_row = nullptr;
-    if (!caches[r]->PrepareAppend(layer, &key_row, &value_row)) return false;
-    std::memcpy(key_row, row + d, d * sizeof(float));
-    std::memcpy(value_row, row + 2 * d, d * sizeof(float));
+    std::memcpy(key_rows[r], row + d, d * sizeof(float));
+    std::memcpy(value_rows[r], row + 2 * d, d * sizeof(float));
   }
   ThreadPool::Engine().ParallelFor(rows, [&](int64_t first, int64_t last) {
     std::vector<KvSegment> segments;
@@ -180,10 +179,12 @@ void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> 
   });
 }
 
-void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions) {
-  const size_t bytes = static_cast<size_t>(positions) * pool.d_model() * sizeof(float);
-  std::memcpy(pool.keys(to), pool.keys(from), bytes);
-  std::memcpy(pool.values(to), pool.values(from), bytes);
+void CopyKvBlockPrefixes(KvBlockPool& pool, std::span<const KvBlockCopy> copies) {
+  for (const KvBlockCopy& copy : copies) {
+    const size_t bytes = static_cast<size_t>(copy.positions) * pool.d_model() * sizeof(float);
+    std::memcpy(pool.keys(copy.to), pool.keys(copy.from), bytes);
+    std::memcpy(pool.values(copy.to), pool.values(copy.from), bytes);
+  }
 }
 
 }  // namespace transerve::ops::cpu

@@ -29,6 +29,6 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
                          int heads, Tensor* out);
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
                     Tensor* out, Tensor* head_mean_weights);
-void CopyKvBlockPrefix(KvBlockPool& pool, int32_t from, int32_t to, int32_t positions);
+void CopyKvBlockPrefixes(KvBlockPool& pool, std::span<const KvBlockCopy> copies);
 
 }  // namespace transerve::ops::cpu

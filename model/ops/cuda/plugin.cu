@@ -32,6 +32,8 @@ int TopKF32(const float* logits, int32_t rows, int32_t vocab, const int32_t* k,
             float* log_probs);
 int AppendKvF32(const float* qkv, int32_t rows, int64_t d, float* const* key_rows,
                 float* const* value_rows);
+int CopyKvPrefixesF32(int32_t count, const float* const* from, float* const* to,
+                      const int64_t* floats, int64_t values_offset);
 }  // namespace transerve::cuda
 
 namespace {
@@ -91,6 +93,7 @@ void* Allocate(TranserveCudaStream* stream, size_t bytes) {
 using transerve::cuda::AddLayerNormF32;
 using transerve::cuda::AppendKvF32;
 using transerve::cuda::AttendF32;
+using transerve::cuda::CopyKvPrefixesF32;
 using transerve::cuda::EmbedF32;
 using transerve::cuda::LinearF16W;
 using transerve::cuda::LinearF32;
@@ -115,6 +118,7 @@ const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
                                OnStream<LinearF16W>::Call,
                                OnStream<TopKF32>::Call,
                                OnStream<AppendKvF32>::Call,
+                               OnStream<CopyKvPrefixesF32>::Call,
                                transerve::cuda::LastError,
                                transerve::cuda::LastErrorIsOutOfMemory};
 // clang-format on

@@ -12,7 +12,7 @@ extern "C" {
 
 #include <stdint.h>
 
-#define TRANSERVE_CUDA_PLUGIN_ABI 8
+#define TRANSERVE_CUDA_PLUGIN_ABI 9
 
 // Returns TRANSERVE_CUDA_PLUGIN_ABI.
 typedef int (*TranserveCudaAbiFn)(void);
@@ -106,6 +106,11 @@ typedef struct TranserveCudaApi {
   // device, key_rows and value_rows host arrays of device pointers.
   int (*append_kv_f32)(TranserveCudaStream* stream, const float* qkv, int32_t rows, int64_t d,
                        float* const* key_rows, float* const* value_rows);
+  // KV blocks' copy-on-write for a step, all at once: copy i copies floats[i] floats from
+  // from[i] to to[i] (device pointers to blocks' keys), and as many from
+  // from[i] + values_offset to to[i] + values_offset (their values). Host arrays of `count`.
+  int (*copy_kv_prefixes_f32)(TranserveCudaStream* stream, int32_t count, const float* const* from,
+                              float* const* to, const int64_t* floats, int64_t values_offset);
   const char* (*last_error)(void);
   // 1 when the calling thread's last error was the device running out of memory, else 0.
   int (*last_error_is_out_of_memory)(void);

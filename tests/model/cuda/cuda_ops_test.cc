@@ -137,6 +137,46 @@ TEST_F(CudaOpsTest, CachedSelfAttentionOverDeviceBlocksMatchesTheCpu) {
   }
 }
 
+TEST_F(CudaOpsTest, ForksUnsharingTheirBlocksInOneStepMatchTheCpu) {
+  std::mt19937 rng(38);
+  const int heads = 4, d = 32, layers = 2;
+  const int forks = 100;  // more copies than one launch carries
+  KvBlockPool cpu_pool(d, Device::kCpu), gpu_pool(d, Device::kCuda);
+  std::vector<std::unique_ptr<SequenceKvCache>> cpu_caches, gpu_caches;
+  cpu_caches.push_back(std::make_unique<SequenceKvCache>(&cpu_pool, layers));
+  gpu_caches.push_back(std::make_unique<SequenceKvCache>(&gpu_pool, layers));
+  // Steps of the rows in `caches` (all of them once the forks exist), compared after each.
+  auto step = [&](size_t rows) {
+    std::vector<SequenceKvCache*> cpu_rows, gpu_rows;
+    for (size_t r = 0; r < rows; ++r) {
+      cpu_rows.push_back(cpu_caches[r].get());
+      gpu_rows.push_back(gpu_caches[r].get());
+    }
+    for (int layer = 0; layer < layers; ++layer) {
+      const Tensor qkv = RandomTensor({static_cast<int64_t>(rows), 3 * d}, rng, 2.0f);
+      Tensor cpu, gpu;
+      ASSERT_TRUE(ops::CachedSelfAttention(qkv, layer, cpu_rows, heads, &cpu));
+      ASSERT_TRUE(
+          ops::CachedSelfAttention(ops::CopyTo(qkv, Device::kCuda), layer, gpu_rows, heads, &gpu));
+      ExpectClose(gpu, cpu, 1e-4f);
+    }
+    for (size_t r = 0; r < rows; ++r) {
+      cpu_rows[r]->CommitAppend();
+      gpu_rows[r]->CommitAppend();
+    }
+  };
+  for (int t = 0; t < kKvBlockPositions + 5; ++t) ASSERT_NO_FATAL_FAILURE(step(1));
+  for (int f = 0; f < forks; ++f) {
+    cpu_caches.push_back(cpu_caches[0]->Fork());
+    gpu_caches.push_back(gpu_caches[0]->Fork());
+  }
+  // The first step after the forks un-shares the partial block of every fork and layer; the
+  // second finds the copies in place.
+  for (int t = 0; t < 2; ++t) ASSERT_NO_FATAL_FAILURE(step(cpu_caches.size()));
+  EXPECT_EQ(gpu_pool.blocks_in_use(), layers * (1 + forks + 1));
+  EXPECT_EQ(gpu_pool.blocks_in_use(), cpu_pool.blocks_in_use());
+}
+
 TEST_F(CudaOpsTest, EmbedTokensMatchesTheCpu) {
   std::mt19937 rng(38);
   const Tensor table = RandomTensor({300, 64}, rng), positions = RandomTensor({50, 64}, rng);

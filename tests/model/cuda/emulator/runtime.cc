@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
@@ -75,6 +76,11 @@ Streams& TheStreams() {
   static Streams* streams = new Streams();
   return *streams;
 }
+
+// Calls that make the host wait for the device (a stream or device synchronisation, a
+// synchronous copy, cudaFree) and device allocations, counted for the tests' step budget.
+std::atomic<uint64_t> host_waits{0};
+std::atomic<uint64_t> device_allocations{0};
 
 size_t StreamIndex(cudaStream_t stream) { return reinterpret_cast<uintptr_t>(stream); }
 
@@ -167,6 +173,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   using namespace transerve_cuda_emulator;
   *ptr = nullptr;
+  ++device_allocations;
   Device& device = TheDevice();
   std::lock_guard<std::recursive_mutex> lock(device.mu);
   if (bytes == 0) return cudaSuccess;
@@ -188,6 +195,7 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
 cudaError_t cudaFree(void* ptr) {
   using namespace transerve_cuda_emulator;
   if (ptr == nullptr) return cudaSuccess;
+  ++host_waits;  // cudaFree waits for the device
   Device& device = TheDevice();
   std::lock_guard<std::recursive_mutex> lock(device.mu);
   auto it = device.allocations.find(static_cast<const char*>(ptr));
@@ -217,11 +225,13 @@ cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned /*flags*/) {
 }
 
 cudaError_t cudaFreeHost(void* ptr) {
+  ++transerve_cuda_emulator::host_waits;  // like cudaFree, it waits for the device
   std::free(ptr);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  ++transerve_cuda_emulator::host_waits;
   return transerve_cuda_emulator::Copy(dst, src, bytes, kind);
 }
 
@@ -263,6 +273,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   using namespace transerve_cuda_emulator;
+  ++host_waits;
   Streams& streams = TheStreams();
   std::lock_guard<std::mutex> lock(streams.mu);
   return IsLive(streams, stream) ? cudaSuccess : RecordError(cudaErrorInvalidValue);
@@ -280,6 +291,16 @@ extern "C" __attribute__((visibility("default"))) int transerve_emulator_stream_
     work[i] = streams.work[i];
   }
   return static_cast<int>(streams.work.size());
+}
+
+// For tests: how many times the host has waited for the device, and how many cudaMalloc calls
+// were made, since the plugin was loaded.
+extern "C" __attribute__((visibility("default"))) uint64_t transerve_emulator_host_waits() {
+  return transerve_cuda_emulator::host_waits.load();
+}
+
+extern "C" __attribute__((visibility("default"))) uint64_t transerve_emulator_device_allocations() {
+  return transerve_cuda_emulator::device_allocations.load();
 }
 
 cudaError_t cudaGetLastError() {
