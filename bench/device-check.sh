@@ -88,7 +88,7 @@ if [ ! -f "$model/model.safetensors" ]; then
 fi
 for dtype in float32 float16; do
   step "engine-gpu-$dtype" timeout 150 "$BIN/transerve-engine-bench" --model_dir="$model" \
-    --device=cuda --dtype="$dtype" --batch_sizes="${BATCHES:-1,32,128}" \
+    --device=cuda --dtype="$dtype" --batch_sizes="${BATCHES:-1,32,128,256}" \
     --searches=greedy,beam4 --repeats=1 --json="$OUT/engine_gpu_$dtype.json"
 done
 # The server under loadgen on the GPU: the shipped model, float16 (the GPU default), greedy.
@@ -104,7 +104,7 @@ grep -h -E "^\[  (PASSED|FAILED) |^\[  SKIPPED \] [0-9]|sentences with the|logit
   "$OUT/cuda-tests.log" 2>/dev/null
 for dtype in float32 float16; do
   echo "engine on the GPU, $dtype (target tok/s):"
-  grep -E "^(1|32|128) |^CUDA " "$OUT/engine-gpu-$dtype.log" 2>/dev/null
+  grep -E "^(1|32|128|256) |^CUDA " "$OUT/engine-gpu-$dtype.log" 2>/dev/null
 done
 echo "server on the GPU (models/en-de-small, float16, greedy, closed loop):"
 grep -E "^(concurrency|64 |256 )" "$OUT/server-gpu.log" 2>/dev/null

@@ -66,6 +66,7 @@ absl::Status Scheduler::Submit(std::vector<SentenceJob> jobs) {
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
   if (draining_) return absl::UnavailableError("the server is shutting down");
+  if (!failure_.ok()) return failure_;
   const int64_t queued = static_cast<int64_t>(incoming_.size()) + backlog_size_;
   if (queued + static_cast<int64_t>(jobs.size()) > options_.max_queue) {
     return absl::ResourceExhaustedError(absl::StrCat("the queue is full (", queued, " of ",
@@ -97,6 +98,11 @@ void Scheduler::Shutdown(absl::Duration timeout) {
 Scheduler::Stats Scheduler::stats() const {
   absl::MutexLock lock(&mu_);
   return stats_;
+}
+
+absl::Status Scheduler::failure() const {
+  absl::MutexLock lock(&mu_);
+  return failure_;
 }
 
 bool Scheduler::HasIncomingOrDraining() const { return !incoming_.empty() || draining_; }
@@ -133,6 +139,7 @@ void Scheduler::Loop() {
       PublishStats();  // the queue just shrank: Submit may use the room during the step
     }
     if (!live_.empty()) StepOnce();
+    if (!translator_->device_status().ok()) FailForGood(translator_->device_status());
     PublishStats();
   }
   PublishStats();
@@ -314,6 +321,8 @@ void Scheduler::StepOnce() {
     if (status.code() != absl::StatusCode::kResourceExhausted) {
       // A failed device call: answer the live sentences rather than retry a step that cannot
       // succeed; queued ones never touched the failed state and carry on.
+      // (A lost device is answered by the loop, with everything queued: FailForGood.)
+      if (status.code() == absl::StatusCode::kUnavailable) return;
       Log().error("scheduler: decoder step failed: {}", status.ToString());
       std::vector<Active> failed = std::move(live_);
       live_.clear();
@@ -374,6 +383,18 @@ void Scheduler::AnswerEverything(const absl::Status& status) {
   std::deque<std::unique_ptr<Entry>> backlog = std::move(backlog_);
   backlog_.clear();
   for (auto& entry : backlog) Answer(entry->job, status);
+}
+
+void Scheduler::FailForGood(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (failure_.ok()) {
+      failure_ = status;
+      Log().error("scheduler: this replica stops translating: {}", std::string(status.message()));
+    }
+  }
+  // What Submit accepted before failure_ was set is answered on the next pass.
+  AnswerEverything(status);
 }
 
 void Scheduler::PublishStats() {

@@ -25,6 +25,10 @@
 // Deadlines and cancellation are checked for queued and live sentences before admission and
 // between steps; such a sentence leaves (its search destroyed, blocks returned) and is answered
 // DEADLINE_EXCEEDED / CANCELLED. Every accepted job gets exactly one on_done.
+//
+// A lost device (Translator::device_status()) ends the replica's work for good: every live and
+// queued sentence is answered UNAVAILABLE with the reason, Submit refuses with it from then on,
+// and failure() reports it (the server turns its health NOT_SERVING).
 #pragma once
 
 #include <atomic>
@@ -81,8 +85,9 @@ struct SentenceJob {
   std::function<bool()> cancelled;  // may be empty; polled between steps
   // May be empty; called after each step that added tokens.
   std::function<void(const std::vector<int32_t>& partial_ids)> on_progress;
-  // Exactly once per job: the result, DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE (shut down),
-  // RESOURCE_EXHAUSTED (the sentence alone does not fit in the KV cache).
+  // Exactly once per job: the result, DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE (shut down, or
+  // the device lost), RESOURCE_EXHAUSTED (the sentence alone does not fit in the KV cache or
+  // the device's memory), INTERNAL (a device call failed).
   std::function<void(absl::StatusOr<SearchResult>)> on_done;
 };
 
@@ -96,8 +101,8 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // All-or-nothing: either every job is queued, or none is and the status says why
-  // (RESOURCE_EXHAUSTED when the queue would overflow, UNAVAILABLE when draining,
-  // INVALID_ARGUMENT for a job without on_done). May be called from callbacks.
+  // (RESOURCE_EXHAUSTED when the queue would overflow, UNAVAILABLE when draining or once the
+  // device is lost, INVALID_ARGUMENT for a job without on_done). May be called from callbacks.
   absl::Status Submit(std::vector<SentenceJob> jobs);
 
   // Stops admitting new work (Submit -> UNAVAILABLE), lets in-flight and queued sentences
@@ -115,6 +120,8 @@ class Scheduler {
     int64_t preemptions = 0;  // sentences sent back to the queue because the KV cache was full
   };
   Stats stats() const;  // thread-safe snapshot (for metrics gauges)
+  // OK, or why this replica can translate nothing any more (its device was lost). Thread-safe.
+  absl::Status failure() const;
 
   // Optional observer hooks for metrics, called on the scheduler thread.
   struct Observer {
@@ -142,6 +149,8 @@ class Scheduler {
   void StepOnce();
   void Preempt(size_t index);
   void AnswerEverything(const absl::Status& status);
+  // After a lost device: records it for Submit and failure(), answers everything waiting.
+  void FailForGood(const absl::Status& status);
   void PublishStats();
   int64_t KvHeadroomBlocks(const DecodingOptions& options) const;
   int64_t KvCapacityBlocks() const;
@@ -156,6 +165,7 @@ class Scheduler {
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   Stats stats_ ABSL_GUARDED_BY(mu_);
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex join_mu_;  // serializes concurrent Shutdown calls around the join
   std::thread thread_;

@@ -115,6 +115,10 @@ struct TranserveServer::Impl {
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};
   std::atomic<bool> drained{false};
+  // Health is SERVING once the models are loaded, until a drain starts or a model's device is
+  // lost: then NOT_SERVING for good, so that probes move traffic away or restart the process.
+  absl::Mutex health_mu;
+  bool device_lost ABSL_GUARDED_BY(health_mu) = false;
   absl::Mutex mu;
   int in_flight ABSL_GUARDED_BY(mu) = 0;
   std::unique_ptr<grpc::Service> service;  // declared first: outlives the server
@@ -192,9 +196,32 @@ struct TranserveServer::Impl {
     Log().debug("rpc method={} model={} texts={} code={} seconds={:.6f}", method, model, texts,
                 code_name, seconds);
   }
+  void UpdateHealth() {
+    absl::MutexLock lock(&health_mu);
+    const bool serving = ready.load() && !draining.load() && !device_lost;
+    auto* health = server->GetHealthCheckService();
+    health->SetServingStatus("", serving);
+    health->SetServingStatus(kServiceName, serving);
+  }
   void RefreshGauges() {
     if (!ready.load()) return;
-    for (auto& m : models) m->metrics->SetStats(m->scheduler->stats());
+    for (auto& m : models) {
+      m->metrics->SetStats(m->scheduler->stats());
+      if (const absl::Status failure = m->scheduler->failure(); !failure.ok()) {
+        bool first = false;
+        {
+          absl::MutexLock lock(&health_mu);
+          first = !device_lost;
+          device_lost = true;
+        }
+        if (first) {
+          Log().error("model '{}' can translate nothing more ({}): health is NOT_SERVING", m->name,
+                      std::string(failure.message()));
+          UpdateHealth();
+          if (config.on_device_lost) config.on_device_lost(failure);
+        }
+      }
+    }
   }
 };
 
@@ -635,9 +662,7 @@ absl::StatusOr<std::unique_ptr<TranserveServer>> TranserveServer::Start(
   if (impl->server == nullptr || impl->port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.address));
   }
-  auto* health = impl->server->GetHealthCheckService();
-  health->SetServingStatus("", false);
-  health->SetServingStatus(kServiceName, false);
+  impl->UpdateHealth();  // NOT_SERVING until the models are loaded
   if (!config.metrics_address.empty()) {
     impl->metrics_port = impl->metrics.Expose(config.metrics_address);
     if (impl->metrics_port < 0) {
@@ -714,11 +739,7 @@ absl::Status TranserveServer::LoadModels() {
   }
   impl.models = std::move(models);
   impl.ready.store(true);
-  if (!impl.draining.load()) {
-    auto* health = impl.server->GetHealthCheckService();
-    health->SetServingStatus("", true);
-    health->SetServingStatus(kServiceName, true);
-  }
+  impl.UpdateHealth();
   return absl::OkStatus();
 }
 
@@ -734,9 +755,7 @@ void TranserveServer::Drain(absl::Duration timeout) {
   // ours so that every remaining call is answered by the schedulers below, not cancelled.
   std::thread shutdown;
   if (impl.server) {
-    auto* health = impl.server->GetHealthCheckService();
-    health->SetServingStatus("", false);
-    health->SetServingStatus(kServiceName, false);
+    impl.UpdateHealth();
     shutdown = std::thread([&impl, deadline] {
       impl.server->Shutdown(absl::ToChronoTime(deadline + absl::Seconds(1)));
     });

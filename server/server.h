@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ struct ServerConfig {
   // Non-empty: Translator calls must send the metadata "authorization: Bearer <token>" with one
   // of these, else UNAUTHENTICATED (health and reflection stay open).
   std::vector<std::string> auth_tokens;
+  // Called once, from a server thread, when a model's device is lost for good (a CUDA "sticky"
+  // error; health has just turned NOT_SERVING). transerve-server then drains and exits 1, for
+  // its supervisor to restart it: only a new process can use the GPU again.
+  std::function<void(const absl::Status&)> on_device_lost;
 };
 
 class TranserveServer {

@@ -192,6 +192,11 @@ int Run() {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  std::atomic<bool> device_lost{false};
+  config.on_device_lost = [&device_lost, main_thread = pthread_self()](const absl::Status&) {
+    device_lost.store(true);
+    pthread_kill(main_thread, SIGTERM);
+  };
   auto server = TranserveServer::Start(config);
   if (!server.ok()) {
     Log().error("cannot start: {}", server.status().ToString());
@@ -200,9 +205,10 @@ int Run() {
   Log().info("listening on {}:{} (metrics port {}); loading models", host, (*server)->port(),
              (*server)->metrics_port());
   std::atomic<bool> load_failed{false};
-  // The failed load wakes this thread with a signal aimed at it: one sent to the process could
-  // land, before this thread reaches sigwait, on a thread started ahead of main (OpenBLAS's)
-  // that does not block SIGTERM, and end the process with it instead of exit status 1.
+  // A failed load or a lost device wakes this thread with a signal aimed at it: one sent to the
+  // process could land, before this thread reaches sigwait, on a thread started ahead of main
+  // (OpenBLAS's) that does not block SIGTERM, and end the process with it instead of exit
+  // status 1.
   const pthread_t main_thread = pthread_self();
   std::thread loader([&] {
     if (auto s = (*server)->LoadModels(); !s.ok()) {
@@ -221,11 +227,16 @@ int Run() {
     return 1;
   }
   const absl::Duration drain = absl::GetFlag(FLAGS_drain_timeout);
-  Log().info("signal {}: draining (up to {})", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-             absl::FormatDuration(drain));
+  if (device_lost.load()) {
+    Log().error("the GPU is lost: draining (up to {}), then exiting 1 to be restarted",
+                absl::FormatDuration(drain));
+  } else {
+    Log().info("signal {}: draining (up to {})", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+               absl::FormatDuration(drain));
+  }
   (*server)->Drain(drain);
   Log().info("stopped: {}", (*server)->AnsweredSummary());
-  return 0;
+  return device_lost.load() ? 1 : 0;
 }
 
 }  // namespace

@@ -27,6 +27,14 @@ class OutOfMemoryError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The device is broken for good (a CUDA "sticky" error, such as a kernel's illegal address):
+// every later call, allocations included, would fail the same way until the process restarts.
+// Callers stop using it (the Translator answers UNAVAILABLE from then on).
+class DeviceLostError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Owns one device allocation. Allocation goes through the device's allocator; throws
 // OutOfMemoryError when it fails.
 class Buffer {

@@ -79,8 +79,15 @@ const Plugin& LoadedPlugin() {
 
 thread_local TranserveCudaStream* current_stream = nullptr;
 
+// Null (Buffer then throws OutOfMemoryError) unless the device is lost, which no smaller
+// allocation would mend.
 void* AllocateOnCurrentStream(size_t bytes) {
-  return LoadedPlugin().api->allocate(current_stream, bytes);
+  const TranserveCudaApi& api = *LoadedPlugin().api;
+  void* data = api.allocate(current_stream, bytes);
+  if (data == nullptr && api.last_error_kind() == TRANSERVE_CUDA_ERROR_DEVICE_LOST) {
+    throw DeviceLostError(absl::StrCat("allocating ", bytes, " bytes: ", api.last_error()));
+  }
+  return data;
 }
 
 }  // namespace

@@ -30,8 +30,14 @@ const TranserveCudaApi& RequireCuda(const char* op) {
 void CheckCuda(int result, const TranserveCudaApi& api, const char* op) {
   if (result == 0) return;
   const std::string message = std::string(op) + ": " + api.last_error();
-  if (api.last_error_is_out_of_memory()) throw OutOfMemoryError(message);
-  throw std::runtime_error(message);
+  switch (api.last_error_kind()) {
+    case TRANSERVE_CUDA_ERROR_OUT_OF_MEMORY:
+      throw OutOfMemoryError(message);
+    case TRANSERVE_CUDA_ERROR_DEVICE_LOST:
+      throw DeviceLostError(message);
+    default:
+      throw std::runtime_error(message);
+  }
 }
 
 // Makes *out a tensor of `shape` on `device`, reusing its storage when it already lives there.

@@ -47,24 +47,30 @@ absl::StatusOr<Device> ResolveDevice(const std::string& name) {
       absl::StrCat("unknown device '", name, "' (expected auto, cpu or cuda)"));
 }
 
-// Runs `work` (engine computation), turning what the engine throws into its status: running out
-// of memory is RESOURCE_EXHAUSTED (less work at once may fit, so the scheduler retries with
-// fewer sentences), anything else (a failed device call) INTERNAL. Callers answer instead of
-// the process dying.
+}  // namespace
+
+// Turns what the engine throws into its status: running out of memory is RESOURCE_EXHAUSTED
+// (less work at once may fit, so the scheduler retries with fewer sentences); a lost device is
+// UNAVAILABLE, now and for every later call, which no longer touches it; anything else (a failed
+// device call) INTERNAL. Callers answer instead of the process dying.
 template <typename Work>
-auto Guarded(const char* what, Work&& work) -> decltype(work()) {
+auto Translator::Guarded(const char* what, Work&& work) -> decltype(work()) {
+  if (!device_status_.ok()) return device_status_;
   try {
     return work();
   } catch (const OutOfMemoryError& e) {
     return absl::ResourceExhaustedError(absl::StrCat(what, ": ", e.what()));
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(absl::StrCat(what, ": out of host memory"));
+  } catch (const DeviceLostError& e) {
+    device_status_ = absl::UnavailableError(absl::StrCat(
+        what, ": the GPU failed and cannot run again until the process restarts: ", e.what()));
+    Log().error("{}", std::string(device_status_.message()));
+    return device_status_;
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat(what, ": ", e.what()));
   }
 }
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorOptions& options) {
   auto device = ResolveDevice(options.device);

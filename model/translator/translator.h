@@ -67,14 +67,15 @@ class Translator {
   // INVALID_ARGUMENT for options this model cannot honour.
   absl::Status ValidateOptions(const DecodingOptions& options) const;
   // Runs the encoder once over the batch and projects each source's cross-attention K/V.
-  // RESOURCE_EXHAUSTED when the device is out of memory (fewer sources may fit).
+  // RESOURCE_EXHAUSTED when the device is out of memory (fewer sources may fit); UNAVAILABLE
+  // once the device is lost (device_status()).
   absl::StatusOr<std::vector<std::shared_ptr<const CrossKv>>> Encode(
       std::span<const std::vector<int32_t>> sources);
   std::unique_ptr<SentenceSearch> StartSearch(std::shared_ptr<const CrossKv> source,
                                               const DecodingOptions& options);
   // One decoder step for every search that is not done, in one batched call.
   // RESOURCE_EXHAUSTED (and no search advanced) when the KV cache is full or the device is out
-  // of memory; INTERNAL when a device call failed.
+  // of memory; INTERNAL when a device call failed; UNAVAILABLE once the device is lost.
   absl::Status Step(std::span<SentenceSearch* const> searches);
   std::string Detokenize(std::span<const int32_t> ids) const;
   // An empty or blank text tokenizes to EOS alone. The text APIs (Translate, the server) do not
@@ -102,6 +103,10 @@ class Translator {
     return host_logits_;
   }
   Device device() const { return device_; }
+  // OK, or UNAVAILABLE with the reason once the device is lost for good (a CUDA "sticky" error:
+  // every later call would fail the same way until the process restarts). From then on
+  // Encode and Step answer it at once, without touching the device.
+  const absl::Status& device_status() const { return device_status_; }
   // "float32" or "float16": how the linear weights are stored.
   const std::string& dtype() const { return dtype_; }
 
@@ -109,6 +114,8 @@ class Translator {
   Translator() = default;
   absl::Status CheckVocabularySizes() const;
   absl::Status StepOnce(std::span<SentenceSearch* const> searches);
+  template <typename Work>
+  auto Guarded(const char* what, Work&& work) -> decltype(work());
 
   // This replica's device work goes here (every entry point that touches the device opens a
   // StreamScope on it). Declared first, so destroyed last: after the tensors queued on it.
@@ -118,6 +125,7 @@ class Translator {
   std::unique_ptr<KvBlockPool> kv_pool_;
   SpecialTokens special_;
   Device device_ = Device::kCpu;
+  absl::Status device_status_;
   std::string dtype_ = "float32";
   Workspace workspace_;
   Tensor hidden_;

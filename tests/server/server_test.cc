@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -16,7 +17,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "model/ops/cuda_plugin.h"
 #include "model/translator/translator.h"
+#include "tests/model/cuda/emulator_hooks.h"
 #include "tests/server/test_server.h"
 #include "transerve/testing/reflection_wire.pb.h"
 #include "transerve/v1/translator.grpc.pb.h"
@@ -383,6 +386,46 @@ TEST(ServerAuthTest, BearerTokenIsRequiredWhenConfigured) {
   }
   // Health stays open for load balancers.
   EXPECT_EQ(CheckHealth(channel.get(), ""), grpc::health::v1::HealthCheckResponse::SERVING);
+}
+
+// A GPU lost for good (a CUDA "sticky" error): every call is answered UNAVAILABLE, and health
+// turns NOT_SERVING and stays so, for probes to move traffic away or restart the process. Needs
+// the CUDA emulator, which can break its device (ctest entry server_emulated_gpu).
+TEST(ServerDeviceLostTest, HealthTurnsNotServingAndEveryCallIsUnavailable) {
+  if (std::getenv("TRANSERVE_CUDA_PLUGIN") == nullptr || ProbeCuda().devices == 0) {
+    GTEST_SKIP() << "breaking the device needs the CUDA emulator (TRANSERVE_CUDA_PLUGIN)";
+  }
+  const auto break_device = testing::EmulatorHook<void (*)(int)>("transerve_emulator_break_device");
+  if (break_device == nullptr) GTEST_SKIP() << "the CUDA plugin loaded is not the emulator";
+  ServerConfig c = BaseConfig();
+  c.device = "cuda";
+  c.dtype = "float32";
+  auto server = testing::StartServer(c);  // without the engine's reference answers: not needed
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(*server);
+  auto stub = v1::Translator::NewStub(channel);
+  using HS = grpc::health::v1::HealthCheckResponse;
+  v1::TranslateResponse resp;
+  ASSERT_TRUE(Call(stub.get(), Request({"the house is small"}, 2, 8), &resp).ok());
+  EXPECT_EQ(CheckHealth(channel.get(), ""), HS::SERVING);
+
+  break_device(700);  // cudaErrorIllegalAddress
+  const grpc::Status lost = Call(stub.get(), Request({"the house is small"}, 2, 8), &resp);
+  EXPECT_EQ(lost.error_code(), StatusCode::UNAVAILABLE) << lost.error_message();
+  EXPECT_NE(lost.error_message().find("GPU failed"), std::string::npos) << lost.error_message();
+  // The server notices within its gauges' refresh (250 ms).
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (CheckHealth(channel.get(), "transerve.v1.Translator") != HS::NOT_SERVING &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(CheckHealth(channel.get(), "transerve.v1.Translator"), HS::NOT_SERVING);
+  EXPECT_EQ(CheckHealth(channel.get(), ""), HS::NOT_SERVING);
+  const grpc::Status later = Call(stub.get(), Request({"we are green"}, 1, 8), &resp);
+  EXPECT_EQ(later.error_code(), StatusCode::UNAVAILABLE) << later.error_message();
+  break_device(0);  // the emulator's device mends, unlike a GPU: health stays NOT_SERVING
+  absl::SleepFor(absl::Milliseconds(600));
+  EXPECT_EQ(CheckHealth(channel.get(), ""), HS::NOT_SERVING);
 }
 
 TEST(ServerQueueTest, FullQueueIsResourceExhausted) {

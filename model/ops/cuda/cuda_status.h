@@ -1,5 +1,5 @@
 // Error bookkeeping shared by the plugin's primitives: the first failure of a call is kept
-// (per thread) for TranserveCudaApi.last_error.
+// (per thread) for TranserveCudaApi.last_error, with what it means (last_error_kind).
 #pragma once
 
 #include <cublas_v2.h>
@@ -11,6 +11,6 @@ namespace transerve::cuda {
 int Check(cudaError_t error, const char* what);
 int Check(cublasStatus_t status, const char* what);
 const char* LastError();
-int LastErrorIsOutOfMemory();
+int LastErrorKind();  // TRANSERVE_CUDA_ERROR_*
 
 }  // namespace transerve::cuda

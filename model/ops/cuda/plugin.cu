@@ -120,7 +120,7 @@ const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
                                OnStream<AppendKvF32>::Call,
                                OnStream<CopyKvPrefixesF32>::Call,
                                transerve::cuda::LastError,
-                               transerve::cuda::LastErrorIsOutOfMemory};
+                               transerve::cuda::LastErrorKind};
 // clang-format on
 
 }  // namespace

@@ -14,6 +14,13 @@ extern "C" {
 
 #define TRANSERVE_CUDA_PLUGIN_ABI 9
 
+// What a failed call's error means for the caller (last_error_kind).
+#define TRANSERVE_CUDA_ERROR_FAILED 0         // this call failed; the device still works
+#define TRANSERVE_CUDA_ERROR_OUT_OF_MEMORY 1  // less work at once may still fit
+// The device context is broken for good (a "sticky" error such as an illegal address): every
+// later call fails the same way until the process restarts.
+#define TRANSERVE_CUDA_ERROR_DEVICE_LOST 2
+
 // Returns TRANSERVE_CUDA_PLUGIN_ABI.
 typedef int (*TranserveCudaAbiFn)(void);
 
@@ -112,8 +119,8 @@ typedef struct TranserveCudaApi {
   int (*copy_kv_prefixes_f32)(TranserveCudaStream* stream, int32_t count, const float* const* from,
                               float* const* to, const int64_t* floats, int64_t values_offset);
   const char* (*last_error)(void);
-  // 1 when the calling thread's last error was the device running out of memory, else 0.
-  int (*last_error_is_out_of_memory)(void);
+  // What the calling thread's last error means: TRANSERVE_CUDA_ERROR_*.
+  int (*last_error_kind)(void);
 } TranserveCudaApi;
 
 // Returns the plugin's table (static storage).

@@ -11,6 +11,7 @@
 #include "model/translator/translator.h"
 #include "tests/model/cuda/emulator_hooks.h"
 #include "tests/model/translator/fixtures.h"
+#include "tests/model/translator/started_searches.h"
 
 namespace transerve {
 namespace {
@@ -70,25 +71,19 @@ TEST_F(CudaMemoryTest, AnEncoderOutOfMemoryIsResourceExhausted) {
 }
 
 TEST_F(CudaMemoryTest, ADecoderStepOutOfMemoryAdvancesNothingAndItsRetryKeepsTheIds) {
-  auto encoded = translator_->Encode(sources_);
-  ASSERT_TRUE(encoded.ok()) << encoded.status();
-  std::vector<std::unique_ptr<SentenceSearch>> searches;
-  std::vector<SentenceSearch*> active;
-  for (auto& source : *encoded) {
-    searches.push_back(translator_->StartSearch(std::move(source), options_));
-    active.push_back(searches.back().get());
-  }
+  auto started = testing::StartSearches(*translator_, sources_, options_);
+  ASSERT_TRUE(started.ok()) << started.status();
   limit_memory_(0);
-  const absl::Status failed = translator_->Step(active);
+  const absl::Status failed = translator_->Step(started->active);
   EXPECT_EQ(failed.code(), absl::StatusCode::kResourceExhausted) << failed;
   limit_memory_(SIZE_MAX);
-  while (!active.empty()) {
-    const absl::Status step = translator_->Step(active);
+  while (!started->active.empty()) {
+    const absl::Status step = translator_->Step(started->active);
     ASSERT_TRUE(step.ok()) << step;
-    std::erase_if(active, [](SentenceSearch* s) { return s->done(); });
+    started->DropFinished();
   }
   std::vector<SearchResult> results;
-  for (auto& search : searches) results.push_back(search->TakeResult());
+  for (auto& search : started->searches) results.push_back(search->TakeResult());
   ExpectReferenceIds(results);
 }
 

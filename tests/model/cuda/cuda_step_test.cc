@@ -7,19 +7,16 @@
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
-#include <numeric>
 #include <vector>
 
 #include "model/ops/cuda_plugin.h"
 #include "model/translator/translator.h"
 #include "tests/model/cuda/emulator_hooks.h"
 #include "tests/model/translator/fixtures.h"
+#include "tests/model/translator/started_searches.h"
 
 namespace transerve {
 namespace {
-
-using CounterFn = uint64_t (*)();
-using StreamWorkFn = int (*)(uint64_t*, int);
 
 // What the device has been asked to do so far.
 struct DeviceCounts {
@@ -32,10 +29,7 @@ class CudaStepBudget : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     if (CudaApi() == nullptr) GTEST_SKIP() << ProbeCuda().detail;
-    host_waits_ = testing::EmulatorHook<CounterFn>("transerve_emulator_host_waits");
-    allocations_ = testing::EmulatorHook<CounterFn>("transerve_emulator_device_allocations");
-    stream_work_ = testing::EmulatorHook<StreamWorkFn>("transerve_emulator_stream_work");
-    if (host_waits_ == nullptr || allocations_ == nullptr || stream_work_ == nullptr) {
+    if (!device_.available()) {
       GTEST_SKIP() << "counting device calls needs the CUDA emulator (tests/model/cuda/emulator)";
     }
     const std::string fixture = testing::kFixtureNames[0];
@@ -52,36 +46,26 @@ class CudaStepBudget : public ::testing::TestWithParam<int> {
   }
 
   DeviceCounts Counts() const {
-    std::vector<uint64_t> work(static_cast<size_t>(stream_work_(nullptr, 0)));
-    stream_work_(work.data(), static_cast<int>(work.size()));
-    return {host_waits_(), allocations_(), std::accumulate(work.begin(), work.end(), uint64_t{0})};
+    return {device_.host_waits(), device_.allocations(), device_.operations()};
   }
 
   // Encodes the sources and steps every search to its end, recording each step's counts.
   void Translate(std::vector<DeviceCounts>* steps) {
-    auto encoded = translator_->Encode(sources_);
-    ASSERT_TRUE(encoded.ok()) << encoded.status();
-    std::vector<std::unique_ptr<SentenceSearch>> searches;
-    std::vector<SentenceSearch*> active;
-    for (auto& source : *encoded) {
-      searches.push_back(translator_->StartSearch(std::move(source), options_));
-      active.push_back(searches.back().get());
-    }
-    while (!active.empty()) {
+    auto started = testing::StartSearches(*translator_, sources_, options_);
+    ASSERT_TRUE(started.ok()) << started.status();
+    while (!started->active.empty()) {
       const DeviceCounts before = Counts();
-      const absl::Status step = translator_->Step(active);
+      const absl::Status step = translator_->Step(started->active);
       const DeviceCounts after = Counts();
       ASSERT_TRUE(step.ok()) << step;
       steps->push_back({after.host_waits - before.host_waits,
                         after.allocations - before.allocations,
                         after.operations - before.operations});
-      std::erase_if(active, [](SentenceSearch* s) { return s->done(); });
+      started->DropFinished();
     }
   }
 
-  CounterFn host_waits_ = nullptr;
-  CounterFn allocations_ = nullptr;
-  StreamWorkFn stream_work_ = nullptr;
+  const testing::DeviceCounters device_;
   std::vector<std::vector<int32_t>> sources_;
   DecodingOptions options_;
   std::unique_ptr<Translator> translator_;

@@ -42,14 +42,7 @@ TEST(CudaStreams, AFreedBlockIsReusedOnlyOnItsStreamUntilThatStreamIsDestroyed) 
 }
 
 // How many operations each stream has been given (emulator only; empty on a real GPU).
-std::vector<uint64_t> StreamWork() {
-  const auto work =
-      testing::EmulatorHook<int (*)(uint64_t*, int)>("transerve_emulator_stream_work");
-  if (work == nullptr) return {};
-  std::vector<uint64_t> counts(static_cast<size_t>(work(nullptr, 0)));
-  work(counts.data(), static_cast<int>(counts.size()));
-  return counts;
-}
+std::vector<uint64_t> StreamWork() { return testing::DeviceCounters().stream_work(); }
 
 // The streams whose count grew from `before` to `after`.
 std::vector<size_t> BusyStreams(const std::vector<uint64_t>& before,

@@ -51,6 +51,10 @@ cublasStatus_t Gemm(cublasHandle_t handle, cublasOperation_t transa, cublasOpera
                     cudaDataType_t c_type, int ldc) {
   if (handle == nullptr || !handle->live) return CUBLAS_STATUS_NOT_INITIALIZED;
   CountWork(handle->stream);
+  if (StickyError() != cudaSuccess) {
+    RecordError(StickyError());  // the runtime's last error, as after any call on a broken context
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
   const bool ta = transa == CUBLAS_OP_T, tb = transb == CUBLAS_OP_T;
   if ((transa != CUBLAS_OP_N && !ta) || (transb != CUBLAS_OP_N && !tb) || m < 0 || n < 0 || k < 0 ||
       a.ld < std::max(1, ta ? k : m) || b.ld < std::max(1, tb ? n : k) || ldc < std::max(1, m)) {
@@ -118,6 +122,8 @@ const char* cublasGetStatusString(cublasStatus_t status) {
       return "CUBLAS_STATUS_INVALID_VALUE";
     case CUBLAS_STATUS_NOT_SUPPORTED:
       return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "CUBLAS_STATUS_EXECUTION_FAILED";
   }
   return "CUBLAS_STATUS_UNKNOWN";
 }

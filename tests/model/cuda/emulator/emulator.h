@@ -14,6 +14,11 @@ namespace transerve_cuda_emulator {
 // Keeps `error` for cudaGetLastError and returns it.
 cudaError_t RecordError(cudaError_t error);
 
+// cudaSuccess, or the sticky error a test broke the device with
+// (transerve_emulator_break_device): every call then fails with it, as on a GPU whose context
+// a kernel fault has broken.
+cudaError_t StickyError();
+
 // Whether [ptr, ptr + bytes) lies inside one live device allocation.
 bool IsDeviceRange(const void* ptr, size_t bytes);
 

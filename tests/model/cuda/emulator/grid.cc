@@ -196,6 +196,10 @@ void RunBlock(Block& block, char* stacks) {
 }
 
 void RunGrid(dim3 grid, dim3 block_dim, size_t shared_bytes, void (*body)(void*), void* context) {
+  if (const cudaError_t sticky = StickyError(); sticky != cudaSuccess) {
+    RecordError(sticky);
+    return;
+  }
   const size_t threads = static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z;
   if (threads == 0 || threads > kMaxThreadsPerBlock || block_dim.z > 64 || grid.x == 0 ||
       grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535 || grid.x > 0x7FFFFFFFu) {
@@ -206,8 +210,11 @@ void RunGrid(dim3 grid, dim3 block_dim, size_t shared_bytes, void (*body)(void*)
     RecordError(cudaErrorInvalidValue);
     return;
   }
+  // Device memory is readable only while kernels and copies run. The access also holds the
+  // device's lock, so grids of two host threads take turns: `running` is checked under it (a
+  // grid of another thread would otherwise look like a launch from inside a kernel).
+  const DeviceAccess access;
   if (running != nullptr) Fail("a kernel launched from inside a kernel");
-  const DeviceAccess access;  // device memory is readable only while kernels and copies run
   Block block;
   block.body = body;
   block.context = context;

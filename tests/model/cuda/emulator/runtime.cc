@@ -3,11 +3,13 @@
 // bounds as the driver would, and streams on which everything completes at once (each stream's
 // operations are counted, so tests can tell which stream work went to). The memory is never
 // reused: enough for tests, whose models are small.
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <map>
@@ -82,6 +84,20 @@ Streams& TheStreams() {
 std::atomic<uint64_t> host_waits{0};
 std::atomic<uint64_t> device_allocations{0};
 
+std::atomic<int> sticky_error{cudaSuccess};  // transerve_emulator_break_device
+
+// For tests of a whole process (tests/server/device_lost_test.sh): with
+// TRANSERVE_CUDA_EMULATOR_BREAK_ON_SIGUSR1 set, SIGUSR1 breaks the device as a kernel's illegal
+// address would. (A lock-free atomic store is safe in a signal handler.)
+void BreakOnSignal(int) { sticky_error.store(cudaErrorIllegalAddress); }
+[[maybe_unused]] const bool kBreakOnSignal = [] {
+  if (std::getenv("TRANSERVE_CUDA_EMULATOR_BREAK_ON_SIGUSR1") == nullptr) return false;
+  struct sigaction action = {};
+  action.sa_handler = BreakOnSignal;
+  sigemptyset(&action.sa_mask);
+  return sigaction(SIGUSR1, &action, nullptr) == 0;
+}();
+
 size_t StreamIndex(cudaStream_t stream) { return reinterpret_cast<uintptr_t>(stream); }
 
 // Whether `stream` exists and was not destroyed; with streams.mu held.
@@ -99,6 +115,8 @@ void CountWork(cudaStream_t stream) {
     Fail("work queued on a stream that does not exist or was destroyed");
   ++streams.work[StreamIndex(stream)];
 }
+
+cudaError_t StickyError() { return static_cast<cudaError_t>(sticky_error.load()); }
 
 cudaError_t RecordError(cudaError_t error) {
   if (error != cudaSuccess) last_error = error;
@@ -134,6 +152,7 @@ namespace {
 
 // Checks a copy's ranges against its direction, then performs it with device memory open.
 cudaError_t Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (StickyError() != cudaSuccess) return RecordError(StickyError());
   if (bytes == 0) return cudaSuccess;
   const bool device_dst = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
   const bool device_src = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
@@ -174,6 +193,7 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   using namespace transerve_cuda_emulator;
   *ptr = nullptr;
   ++device_allocations;
+  if (StickyError() != cudaSuccess) return RecordError(StickyError());
   Device& device = TheDevice();
   std::lock_guard<std::recursive_mutex> lock(device.mu);
   if (bytes == 0) return cudaSuccess;
@@ -244,6 +264,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
   using namespace transerve_cuda_emulator;
   CountWork(stream);
+  if (StickyError() != cudaSuccess) return RecordError(StickyError());
   if (bytes == 0) return cudaSuccess;
   if (!IsDeviceRange(dst, bytes)) return RecordError(cudaErrorInvalidValue);
   const DeviceAccess access;
@@ -276,7 +297,8 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   ++host_waits;
   Streams& streams = TheStreams();
   std::lock_guard<std::mutex> lock(streams.mu);
-  return IsLive(streams, stream) ? cudaSuccess : RecordError(cudaErrorInvalidValue);
+  if (!IsLive(streams, stream)) return RecordError(cudaErrorInvalidValue);
+  return StickyError() != cudaSuccess ? RecordError(StickyError()) : cudaSuccess;
 }
 
 // For tests: how many operations each stream has been given, in creation order (index 0: the
@@ -303,11 +325,22 @@ extern "C" __attribute__((visibility("default"))) uint64_t transerve_emulator_de
   return transerve_cuda_emulator::device_allocations.load();
 }
 
+// For tests: breaks the device with a sticky error (cudaErrorIllegalAddress, say), as a kernel
+// fault would: from now on every launch, copy, synchronisation, allocation and GEMM fails with
+// it. cudaSuccess mends it, which no GPU does, so that later tests in the process can run.
+extern "C" __attribute__((visibility("default"))) void transerve_emulator_break_device(int error) {
+  transerve_cuda_emulator::sticky_error.store(error);
+  if (error == cudaSuccess) transerve_cuda_emulator::last_error = cudaSuccess;
+}
+
+// A sticky error is never cleared: every later call reports it again.
 cudaError_t cudaGetLastError() {
   const cudaError_t error = transerve_cuda_emulator::last_error;
-  transerve_cuda_emulator::last_error = cudaSuccess;
+  transerve_cuda_emulator::last_error = transerve_cuda_emulator::StickyError();
   return error;
 }
+
+cudaError_t cudaPeekAtLastError() { return transerve_cuda_emulator::last_error; }
 
 namespace {
 
@@ -326,6 +359,8 @@ constexpr ErrorText kErrors[] = {
     {cudaErrorInvalidDevicePointer, "cudaErrorInvalidDevicePointer", "invalid device pointer"},
     {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection",
      "invalid copy direction for memcpy"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress",
+     "an illegal memory access was encountered"},
 };
 
 constexpr ErrorText kUnknownError{cudaErrorInvalidValue, "cudaErrorUnknown", "unknown error"};
