@@ -10,8 +10,11 @@ void Pack(LinearWeights* w) {
 
 LinearWeights CopyLinear(const LinearWeights& w, Device device, DType dtype) {
   LinearWeights out;
+  if (dtype == DType::kFloat16) {
+    out.weight = ops::ToFloat16Linear(w.weight, w.bias);  // the bias goes inside
+    return out;
+  }
   out.weight = ops::CopyTo(w.weight, device);
-  if (dtype == DType::kFloat16) out.weight = ops::ToFloat16(out.weight);
   if (!w.bias.empty()) out.bias = ops::CopyTo(w.bias, device);
   return out;
 }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/core/half.h"
 #include "model/ops/cpu/cpu_ops.h"
 #include "model/ops/cuda_plugin.h"
 
@@ -135,12 +136,17 @@ void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activatio
     PrepareOutput(y, {m, n}, Device::kCuda);
     const float* b = bias.empty() ? nullptr : bias.f32();
     const int act = static_cast<int>(activation);
-    CheckCuda(
-        weight.dtype() == DType::kFloat16
-            ? api.linear_f16w(CurrentCudaStream(), x.f32(), m, k, weight.data<void>(), n, b, act,
-                              y->f32())
-            : api.linear_f32(CurrentCudaStream(), x.f32(), m, k, weight.f32(), n, b, act, y->f32()),
-        api, "Linear");
+    if (weight.dtype() == DType::kFloat16) {
+      if (weight.dim(1) != k + TRANSERVE_CUDA_HALF_BIAS_COLUMNS || b != nullptr) {
+        throw std::logic_error("Linear: a float16 weight comes from ToFloat16Linear, bias inside");
+      }
+      CheckCuda(api.linear_f16w(CurrentCudaStream(), x.f32(), m, k, weight.data<void>(), n, act,
+                                y->f32()),
+                api, "Linear");
+      return;
+    }
+    CheckCuda(api.linear_f32(CurrentCudaStream(), x.f32(), m, k, weight.f32(), n, b, act, y->f32()),
+              api, "Linear");
     return;
   }
   RequireCpu(x.device(), "Linear");
@@ -170,15 +176,26 @@ Tensor CopyTo(const Tensor& t, Device device) {
   return out;
 }
 
-Tensor ToFloat16(const Tensor& t) {
-  if (t.device() != Device::kCuda || t.dtype() != DType::kFloat32) {
-    throw std::logic_error("ToFloat16: needs a float32 tensor on the GPU");
+Tensor ToFloat16Linear(const Tensor& weight, const Tensor& bias) {
+  if (weight.device() != Device::kCpu || weight.dtype() != DType::kFloat32 ||
+      (!bias.empty() && (bias.device() != Device::kCpu || bias.numel() != weight.dim(0)))) {
+    throw std::logic_error("ToFloat16Linear: needs a float32 weight and bias on the host");
   }
-  const TranserveCudaApi& api = RequireCuda("ToFloat16");
-  Tensor out(t.shape(), DType::kFloat16, Device::kCuda);
-  CheckCuda(api.to_f16(CurrentCudaStream(), t.f32(), out.data<void>(), t.numel()), api,
-            "ToFloat16");
-  return out;
+  const int64_t n = weight.dim(0), k = weight.dim(1);
+  const int64_t width = k + TRANSERVE_CUDA_HALF_BIAS_COLUMNS;
+  Tensor half({n, width}, DType::kFloat16, Device::kCpu);
+  uint16_t* out = half.data<uint16_t>();
+  const float* w = weight.f32();
+  for (int64_t r = 0; r < n; ++r) {
+    uint16_t* row = out + r * width;
+    for (int64_t c = 0; c < k; ++c) row[c] = FloatToHalf(w[r * k + c]);
+    // The bias as the sum of two halves: about 22 bits of it, close to the float32 bias.
+    const float b = bias.empty() ? 0.0f : bias.f32()[r];
+    row[k] = FloatToHalf(b);
+    row[k + 1] = FloatToHalf(b - HalfToFloat(row[k]));
+    for (int64_t c = k + 2; c < width; ++c) row[c] = FloatToHalf(0.0f);
+  }
+  return CopyTo(half, Device::kCuda);
 }
 
 void TopKOnDevice(const Tensor& logits, std::span<const int32_t> k,

@@ -96,7 +96,8 @@ struct PackedMatrix {
 PackedMatrix PackMatrix(const Tensor& weight);
 
 // y = activation(x · weightᵀ + bias). x: [M, K], weight: [N, K], bias: [N] or empty; y -> [M, N].
-// With a packed copy of the weight (and few rows) the product uses it.
+// With a packed copy of the weight (and few rows) the product uses it. A float16 weight (GPU)
+// carries its bias (ToFloat16Linear): `bias` is then empty.
 void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation activation,
             Tensor* y, const PackedMatrix* packed = nullptr);
 
@@ -104,8 +105,10 @@ void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activatio
 // needs the CUDA backend (model/ops/cuda_plugin.h).
 Tensor CopyTo(const Tensor& t, Device device);
 
-// A float16 copy of a float32 tensor on the GPU (weights stored in half precision).
-Tensor ToFloat16(const Tensor& t);
+// A linear layer's float16 weight on the GPU, with its bias inside ([N, K] and [N] or empty,
+// float32, on the host): [N, K + TRANSERVE_CUDA_HALF_BIAS_COLUMNS] half, so that one GEMM adds
+// the bias (model/ops/cuda/plugin_abi.h, linear_f16w).
+Tensor ToFloat16Linear(const Tensor& weight, const Tensor& bias);
 
 // For each row r of `logits` on a GPU ([rows, vocab]): the k[r] allowed tokens with the
 // highest logits, best first (ties: lower id), and their log-probabilities under the softmax

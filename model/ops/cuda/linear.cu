@@ -1,4 +1,6 @@
-// y = activation(x · wᵀ + bias): one cuBLAS SGEMM, then one element-wise kernel.
+// y = activation(x · wᵀ + bias). Float32 weights: one cuBLAS SGEMM, then one element-wise kernel
+// for the bias and activation. Float16 weights carry their bias (plugin_abi.h): a conversion
+// kernel, one tensor-core GEMM, and a kernel only for an activation.
 #include <cuda_fp16.h>
 
 #include <cmath>
@@ -34,9 +36,16 @@ __global__ void BiasActivate(float* y, const float* bias, int64_t m, int64_t n, 
   y[i] = Activate(v, activation);
 }
 
-__global__ void ToHalf(const float* in, __half* out, int64_t n) {
+// out [m, k + TRANSERVE_CUDA_HALF_BIAS_COLUMNS] = in [m, k] rounded to half, then two ones (they
+// meet the weight's bias columns) and zeros.
+__global__ void ToHalfWithOnes(const float* in, int64_t m, int64_t k, __half* out) {
+  const int64_t width = k + TRANSERVE_CUDA_HALF_BIAS_COLUMNS;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = __float2half_rn(in[i]);
+  if (i >= m * width) return;
+  const int64_t row = i / width, column = i % width;
+  out[i] = column < k        ? __float2half_rn(in[row * k + column])
+           : column < k + 2 ? __float2half_rn(1.0f)
+                            : __float2half_rn(0.0f);
 }
 
 int BiasAndActivation(float* y, const float* bias, int64_t m, int64_t n, int activation) {
@@ -50,29 +59,27 @@ int BiasAndActivation(float* y, const float* bias, int64_t m, int64_t n, int act
 
 }  // namespace
 
-int ToF16(const float* in, void* out, int64_t n) {
-  if (n == 0) return 0;
-  Launch(ToHalf, dim3(static_cast<unsigned>((n + 255) / 256)), dim3(256), 0, Stream(), in,
-         static_cast<__half*>(out), n);
-  return Check(cudaGetLastError(), "to_f16 kernel");
-}
-
-int LinearF16W(const float* x, int64_t m, int64_t k, const void* w16, int64_t n, const float* bias,
-               int activation, float* y) {
+int LinearF16W(const float* x, int64_t m, int64_t k, const void* w16, int64_t n, int activation,
+               float* y) {
   if (m == 0 || n == 0) return 0;
+  const int64_t width = k + TRANSERVE_CUDA_HALF_BIAS_COLUMNS;
   auto* x16 = static_cast<__half*>(
-      Scratch(kHalfActivations, sizeof(__half) * m * k, "linear f16: scratch"));
+      Scratch(kHalfActivations, sizeof(__half) * m * width, "linear f16: scratch"));
   if (x16 == nullptr) return 1;
-  if (ToF16(x, x16, m * k)) return 1;
+  Launch(ToHalfWithOnes, dim3(static_cast<unsigned>((m * width + 255) / 256)), dim3(256), 0,
+         Stream(), x, m, k, x16);
+  if (Check(cudaGetLastError(), "linear f16: conversion kernel")) return 1;
+  // The same transposition as LinearF32, over the augmented inner dimension: the product adds
+  // the bias.
   const float one = 1.0f, zero = 0.0f;
   if (Check(cublasGemmEx(Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-                         static_cast<int>(k), &one, w16, CUDA_R_16F, static_cast<int>(k), x16,
-                         CUDA_R_16F, static_cast<int>(k), &zero, y, CUDA_R_32F, static_cast<int>(n),
-                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                         static_cast<int>(width), &one, w16, CUDA_R_16F, static_cast<int>(width),
+                         x16, CUDA_R_16F, static_cast<int>(width), &zero, y, CUDA_R_32F,
+                         static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             "linear f16: cublasGemmEx")) {
     return 1;
   }
-  return BiasAndActivation(y, bias, m, n, activation);
+  return BiasAndActivation(y, nullptr, m, n, activation);
 }
 
 int LinearF32(const float* x, int64_t m, int64_t k, const float* w, int64_t n, const float* bias,

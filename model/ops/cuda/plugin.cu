@@ -24,9 +24,8 @@ int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int
               float* out, int64_t out_stride, float* head_mean, int64_t mean_stride);
 int EmbedF32(const float* table, const int32_t* ids, const int32_t* positions, int64_t rows,
              int64_t d, float scale, const float* position_table, float* out);
-int ToF16(const float* in, void* out, int64_t n);
-int LinearF16W(const float* x, int64_t m, int64_t k, const void* w16, int64_t n, const float* bias,
-               int activation, float* y);
+int LinearF16W(const float* x, int64_t m, int64_t k, const void* w16, int64_t n, int activation,
+               float* y);
 int TopKF32(const float* logits, int32_t rows, int32_t vocab, const int32_t* k,
             const uint8_t* ban_eos, int32_t pad, int32_t eos, int32_t max_k, int32_t* tokens,
             float* log_probs);
@@ -97,7 +96,6 @@ using transerve::cuda::CopyKvPrefixesF32;
 using transerve::cuda::EmbedF32;
 using transerve::cuda::LinearF16W;
 using transerve::cuda::LinearF32;
-using transerve::cuda::ToF16;
 using transerve::cuda::TopKF32;
 
 // In the ABI's order, one entry per line. The allocator has its own lock; last_error is per
@@ -114,7 +112,6 @@ const TranserveCudaApi kApi = {TRANSERVE_CUDA_PLUGIN_ABI,
                                OnStream<AddLayerNormF32>::Call,
                                OnStream<AttendF32>::Call,
                                OnStream<EmbedF32>::Call,
-                               OnStream<ToF16>::Call,
                                OnStream<LinearF16W>::Call,
                                OnStream<TopKF32>::Call,
                                OnStream<AppendKvF32>::Call,

@@ -38,6 +38,10 @@ typedef int (*TranserveCudaSelfTestFn)(char* message, size_t capacity);
 #define TRANSERVE_CUDA_DEVICE_TO_HOST 1
 #define TRANSERVE_CUDA_DEVICE_TO_DEVICE 2
 
+// Columns a float16 linear weight has beyond its inputs (linear_f16w): two for the bias, the rest
+// zeros, so that rows stay 16-byte aligned for the tensor cores.
+#define TRANSERVE_CUDA_HALF_BIAS_COLUMNS 8
+
 // Activations, in the order of transerve::Activation (model/core/activation.h).
 #define TRANSERVE_CUDA_IDENTITY 0
 #define TRANSERVE_CUDA_SWISH 1
@@ -95,12 +99,13 @@ typedef struct TranserveCudaApi {
   int (*embed_f32)(TranserveCudaStream* stream, const float* table, const int32_t* ids,
                    const int32_t* positions, int64_t rows, int64_t d, float scale,
                    const float* position_table, float* out);
-  // Converts n floats to IEEE half (device to device): weights stored in float16.
-  int (*to_f16)(TranserveCudaStream* stream, const float* in, void* out, int64_t n);
-  // linear_f32 with a float16 weight (w16, [n, k]): x is rounded to half for the tensor-core
-  // GEMM, accumulation and y are float32.
+  // y = activation(x · wᵀ + bias) with a float16 weight that carries its bias: w16 is
+  // [n, k + TRANSERVE_CUDA_HALF_BIAS_COLUMNS] half, the weight in columns 0..k-1 and the bias in
+  // the next two (its nearest half, then the half nearest to the rest), zeros after. x is
+  // rounded to half with ones appended, so one tensor-core GEMM (float32 accumulation, y float32)
+  // adds the bias too; an activation other than identity takes one more kernel.
   int (*linear_f16w)(TranserveCudaStream* stream, const float* x, int64_t m, int64_t k,
-                     const void* w16, int64_t n, const float* bias, int activation, float* y);
+                     const void* w16, int64_t n, int activation, float* y);
   // For each logits row r ([rows, vocab], device): the k[r] allowed tokens with the highest
   // logits, best first (ties: lower id first), with their log-probabilities under the softmax
   // over allowed tokens. Allowed: every token but `pad`, and but `eos` where ban_eos[r].

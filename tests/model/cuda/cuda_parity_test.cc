@@ -104,8 +104,11 @@ TEST_P(CudaParityTest, TwoTranslatorsOnTwoThreadsKeepTheReferenceIds) {
 
 // float16 weights on the fixtures, whose random weights and cases (chosen robust to 1e-5 of
 // noise, not to half precision's 5e-4) make them a bug detector here, not the precision bar: the
-// reference's first-step logits within 5e-2 of the row's scale (a wrong layout, a lost bias or a
-// stale buffer is off by far more); the figures are reported. The bars (2e-2, 95% of
+// reference's logits, along the greedy path until half precision picks another token, within
+// 1e-1 of the row's scale (a wrong layout or a stale buffer is off by far more; losing the
+// biases puts them 1.2 to 1.4 away); the figures are reported. Where the paths part is
+// borderline, so the worst figure jumps with the last bit of a sum (4.9e-2 on tiny-marian
+// since the bias went into the GEMM, 3.9e-2 before): the bound leaves room for a GPU's order. The bars (2e-2, 95% of
 // ids) are held on the trained model below, whose decisions have real margins.
 TEST_P(CudaParityTest, Float16WeightsKeepTheFirstStepsLogitsClose) {
   auto t = Translator::Create(
@@ -141,7 +144,7 @@ TEST_P(CudaParityTest, Float16WeightsKeepTheFirstStepsLogitsClose) {
       ASSERT_EQ(logits.dim(1), static_cast<int64_t>(want.size()));
       const float deviation = RelativeDeviation(Floats(logits), want);
       worst = std::max(worst, deviation);
-      ASSERT_LE(deviation, 5e-2f);
+      ASSERT_LE(deviation, 1e-1f);
       // Once half precision picks another token, later steps see another prefix.
       if (best(Floats(logits)) != best(want) || search->done()) break;
     }
