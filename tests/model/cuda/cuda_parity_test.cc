@@ -107,9 +107,10 @@ TEST_P(CudaParityTest, TwoTranslatorsOnTwoThreadsKeepTheReferenceIds) {
 // reference's logits, along the greedy path until half precision picks another token, within
 // 1e-1 of the row's scale (a wrong layout or a stale buffer is off by far more; losing the
 // biases puts them 1.2 to 1.4 away); the figures are reported. Where the paths part is
-// borderline, so the worst figure jumps with the last bit of a sum (4.9e-2 on tiny-marian
-// since the bias went into the GEMM, 3.9e-2 before): the bound leaves room for a GPU's order. The bars (2e-2, 95% of
-// ids) are held on the trained model below, whose decisions have real margins.
+// borderline, the worst figure jumps with the last bit of a sum (4.9e-2 on tiny-marian since
+// the bias went into the GEMM, 3.9e-2 before): the bound leaves room for a GPU's order. The
+// issue's bars (2e-2, 95% of ids) are held on the trained model below, whose decisions have real
+// margins.
 TEST_P(CudaParityTest, Float16WeightsKeepTheFirstStepsLogitsClose) {
   auto t = Translator::Create(
       {.model_dir = testing::FixtureModelDir(GetParam()), .device = "cuda", .dtype = "float16"});
