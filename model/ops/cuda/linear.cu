@@ -43,7 +43,7 @@ __global__ void ToHalfWithOnes(const float* in, int64_t m, int64_t k, __half* ou
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= m * width) return;
   const int64_t row = i / width, column = i % width;
-  out[i] = column < k        ? __float2half_rn(in[row * k + column])
+  out[i] = column < k       ? __float2half_rn(in[row * k + column])
            : column < k + 2 ? __float2half_rn(1.0f)
                             : __float2half_rn(0.0f);
 }
