@@ -79,12 +79,8 @@ class SequenceKvCache {
   // A new cache sharing every block with this one (beam search forks hypotheses this way).
   std::unique_ptr<SequenceKvCache> Fork() const;
 
-  // Makes position `length()` of `layer` writable (allocating or un-sharing its block) and
-  // returns pointers to its key and value rows; false when the pool is exhausted. Un-sharing
-  // adds the copy the new block needs to `copies`, for the caller to make (PrepareAppends).
-  bool PrepareAppend(int layer, float** key_row, float** value_row,
-                     std::vector<KvBlockCopy>* copies);
-  // Marks the step complete: every layer now holds one more position.
+  // A step makes room in its caches with PrepareAppends (below), then marks them complete:
+  // every layer now holds one more position.
   void CommitAppend() { ++length_; }
 
   int32_t length() const { return length_; }
@@ -94,6 +90,15 @@ class SequenceKvCache {
   KvBlockPool& pool() { return *pool_; }
 
  private:
+  // Makes position `length()` of `layer` writable (allocating or un-sharing its block) and
+  // returns pointers to its key and value rows; false when the pool is exhausted. Un-sharing
+  // adds the copy the new block needs to `copies`: only PrepareAppends calls this, so that the
+  // copies are always made.
+  bool PrepareAppend(int layer, float** key_row, float** value_row,
+                     std::vector<KvBlockCopy>* copies);
+  friend bool PrepareAppends(std::span<SequenceKvCache* const> caches, int layer, float** key_rows,
+                             float** value_rows);
+
   KvBlockPool* pool_;
   std::vector<std::vector<int32_t>> tables_;
   int32_t length_ = 0;
