@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "model/tokenizer/absl_string_view.h"
-#include "model/tokenizer/read_file.h"
+#include "model/core/read_file.h"
 
 namespace transerve {
 namespace {

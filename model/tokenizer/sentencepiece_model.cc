@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/tokenizer/absl_string_view.h"
-#include "model/tokenizer/read_file.h"
+#include "model/core/read_file.h"
 #include "model/tokenizer/sentencepiece_model.pb.h"
 #include "model/tokenizer/utf8.h"
 

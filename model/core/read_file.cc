@@ -1,5 +1,5 @@
 // Whole-file reads through stdio, so errno gives the reason for a failure.
-#include "model/tokenizer/read_file.h"
+#include "model/core/read_file.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,6 +1,6 @@
-// Reads a whole file for the tokenizer loaders, with errors that name the file.
-#ifndef TRANSERVE_MODEL_TOKENIZER_READ_FILE_H_
-#define TRANSERVE_MODEL_TOKENIZER_READ_FILE_H_
+// Reads a whole file (models, tokenizers, certificates, token lists), with errors that name it.
+#ifndef TRANSERVE_MODEL_CORE_READ_FILE_H_
+#define TRANSERVE_MODEL_CORE_READ_FILE_H_
 
 #include <string>
 
@@ -15,4 +15,4 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path, const char* w
 
 }  // namespace transerve
 
-#endif  // TRANSERVE_MODEL_TOKENIZER_READ_FILE_H_
+#endif  // TRANSERVE_MODEL_CORE_READ_FILE_H_
