@@ -11,8 +11,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "model/tokenizer/marian_text_rules.h"
 #include "model/core/read_file.h"
+#include "model/tokenizer/marian_text_rules.h"
 #include "model/tokenizer/utf8.h"
 
 namespace transerve {

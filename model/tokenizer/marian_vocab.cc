@@ -8,8 +8,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "model/tokenizer/absl_string_view.h"
 #include "model/core/read_file.h"
+#include "model/tokenizer/absl_string_view.h"
 
 namespace transerve {
 namespace {

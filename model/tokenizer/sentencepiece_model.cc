@@ -11,8 +11,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "model/tokenizer/absl_string_view.h"
 #include "model/core/read_file.h"
+#include "model/tokenizer/absl_string_view.h"
 #include "model/tokenizer/sentencepiece_model.pb.h"
 #include "model/tokenizer/utf8.h"
 
