@@ -317,11 +317,13 @@ TEST_F(TrainedModelTest, EveryTruncationIsAnError) {
   }
 }
 
+// Corrupted model files either fail to load with a reason or load and then encode and decode
+// without crashing. Both outcomes must occur, or one of the two paths went untested.
 TEST_F(TrainedModelTest, CorruptBytesNeverCrash) {
   const std::string bytes = ReadFileOrDie(ModelPath());
   const std::vector<std::string> probe = GenerateOracleLines(3, 30);
   SplitMix64 rng(99);
-  int loaded = 0;
+  int loaded = 0, rejected = 0;
   for (int trial = 0; trial < 300; ++trial) {
     std::string corrupt = bytes;
     // Mostly hit the charsmap (the tail of the file), sometimes anywhere.
@@ -332,15 +334,22 @@ TEST_F(TrainedModelTest, CorruptBytesNeverCrash) {
       corrupt[pos] = static_cast<char>(rng.Below(256));
     }
     auto model = SentencePieceModel::LoadFromSerialized(corrupt, "corrupt");
-    if (!model.ok()) continue;
+    if (!model.ok()) {
+      ++rejected;
+      EXPECT_FALSE(model.status().message().empty()) << "trial " << trial;
+      continue;
+    }
     ++loaded;
     for (const std::string& line : probe) {
       const std::vector<std::string> pieces = (*model)->EncodeToPieces(line);
+      EXPECT_FALSE(pieces.empty()) << "trial " << trial << ": '" << line << "'";
       (*model)->DecodePieces(pieces);
     }
   }
-  std::cout << "[          ] " << loaded
-            << " of 300 corrupted files still parsed; all encoded without crashing\n";
+  std::cout << "[          ] " << loaded << " of 300 corrupted files still parsed and encoded, "
+            << rejected << " were refused\n";
+  EXPECT_GT(loaded, 0) << "no corrupted file loaded: the encoder never met a damaged model";
+  EXPECT_GT(rejected, 0) << "every corrupted file loaded: the loader's checks went untested";
 }
 
 // The expectations above, checked against the real tools: each hand-built model is written to a
