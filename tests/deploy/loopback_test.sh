@@ -18,9 +18,30 @@ py=/usr/bin/python3
 work="$(mktemp -d)"
 chmod 755 "$work"  # nginx's workers may run as another user
 pids=()
+# Everything this test started ends with it: SIGTERM to each process (nginx's master then stops
+# its workers; SIGKILL would orphan them), and whatever, workers included, is still alive 10 s
+# later is killed and fails the test.
 cleanup() {
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  local rc=$? pid all=() leftover=()
+  for pid in "${pids[@]}"; do
+    all+=("$pid")
+    for child in $(pgrep -P "$pid" 2>/dev/null || true); do all+=("$child"); done
+  done
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 1 100); do
+    leftover=()
+    for pid in "${all[@]}"; do kill -0 "$pid" 2>/dev/null && leftover+=("$pid"); done
+    [ ${#leftover[@]} -eq 0 ] && break
+    sleep 0.1
+  done
+  if [ ${#leftover[@]} -gt 0 ]; then
+    echo "loopback: FAIL: still running 10 s after SIGTERM:" >&2
+    ps -o pid=,args= -p "$(IFS=,; echo "${leftover[*]}")" >&2 || true
+    for pid in "${leftover[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+    rc=1
+  fi
   if [ -n "${KEEP_WORK:-}" ]; then echo "loopback: kept $work"; else rm -rf "$work"; fi
+  exit "$rc"
 }
 trap cleanup EXIT
 # shellcheck source=../testing/server_log.sh
