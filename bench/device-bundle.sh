@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what bench/device-check.sh runs into build/device-bundle.tar.xz, to carry to a lent GPU
 # machine. That machine has CUDA and Python but none of our Debian packages (gRPC, protobuf,
-# Abseil, OpenBLAS, GoogleTest: /work/.library/device/KINDS.md) and cannot fetch them, so the
+# Abseil, OpenBLAS, GoogleTest) and cannot fetch them, so the
 # project cannot be configured there. The bundle holds the binaries built here (the CUDA plugin
 # next to them in lib/, where the engine looks for it) and every shared library they need
 # except the C and C++ runtimes (glibc 2.34 and libstdc++ with GLIBCXX_3.4.30 at least: Debian

@@ -1,5 +1,5 @@
 // What a caller may ask of a search, and what it gets back. Semantics follow
-// docs/architecture.md section 2: lengths count generated tokens including EOS and excluding
+// docs/architecture.md section 2.3: lengths count generated tokens including EOS and excluding
 // the decoder start token; scores are sums of pad-excluded, renormalised log-probabilities.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The tokenizer of a Hugging Face Marian (OPUS-MT) checkpoint directory: text to source model ids
 // and target model ids to text, reproducing transformers' MarianTokenizer v4 (see
-// docs/marian-format.md section 6 in shared): special-token splitting, the `>>xx<<` language code,
+// docs/marian-format.md section 6): special-token splitting, the `>>xx<<` language code,
 // source.spm pieces looked up in vocab.json, EOS appended; decoding through target.spm.
 #ifndef TRANSERVE_MODEL_TOKENIZER_MARIAN_TOKENIZER_H_
 #define TRANSERVE_MODEL_TOKENIZER_MARIAN_TOKENIZER_H_

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Float32 PyTorch reference for Hugging Face Marian (OPUS-MT) checkpoints.
 
-Written from the transerve specification (shared docs/marian-format.md, sections 2-7 and 9);
+Written from the transerve specification (docs/marian-format.md, sections 2-7 and 9);
 it does not use `transformers`. It loads a checkpoint directory (config.json, model.safetensors,
 vocab.json, source.spm, target.spm), tokenizes like the transformers v4 MarianTokenizer, runs the
 post-norm encoder/decoder in float32 and decodes with Hugging Face semantics:
@@ -606,7 +606,7 @@ class MarianModel:
 
 
 # ---------------------------------------------------------------------------------------------
-# Generation (spec 5; architecture.md section 2)
+# Generation (spec 5; docs/architecture.md section 2.3)
 # ---------------------------------------------------------------------------------------------
 
 

@@ -5,7 +5,7 @@ Measured on the 2-core VM (Intel Xeon with AVX-512, KVM), Debian python3-torch 1
   for one thread; OPENBLAS_CORETYPE=SkylakeX (AVX-512) gives 130-250 GFLOP/s and a 2.7x faster
   training step (1.7 s instead of 4.5 s for the default model). Set only when the CPU has the
   AVX-512 subsets those kernels use and the variable is not already set.
-* OMP_WAIT_POLICY=ACTIVE with torch.set_num_threads(1) is the fastest setting (docs/corpus.md;
+* OMP_WAIT_POLICY=ACTIVE with torch.set_num_threads(1) is the fastest setting (docs/performance.md;
   with two intra-op threads the step is 1.45x slower here); OpenBLAS still uses both cores.
 """
 

@@ -4,12 +4,12 @@
 # Re-running the same command after an interruption continues where it stopped (the vocabulary
 # is kept, training resumes exactly; average/export/evaluate are redone).
 #
-#   cd /work/main && nohup tools/train/run_all.sh > /work/data/train/run_all.log 2>&1 &
+#   (from the repository root) nohup tools/train/run_all.sh > /work/data/train/run_all.log 2>&1 &
 #
 # Settings (environment variables, defaults in brackets):
 #   CORPUS [/work/data/corpus]         train/valid/test.{en,de}
 #   WORK [/work/data/train]            vocabulary, caches, checkpoints, logs, evaluation outputs
-#   MODEL_OUT [$WORK/en-de-small]      exported model directory (e.g. /work/main/models/en-de-small)
+#   MODEL_OUT [$WORK/en-de-small]      exported model directory (e.g. $PWD/models/en-de-small)
 #   MAX_EPOCHS [8]  MAX_MINUTES [600]  training budget; MAX_MINUTES is cumulative over resumes
 #   VOCAB_SIZE [8000]                  shared SentencePiece vocabulary
 #   AVERAGE_LAST [5]                   checkpoints averaged for the exported weights
