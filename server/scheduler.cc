@@ -1,11 +1,12 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "model/core/logging.h"
-#include "model/ops/kv_cache.h"
 
 namespace transerve {
 
@@ -172,67 +173,49 @@ void Scheduler::AnswerLeavers(absl::Time now) {
       ++i;
       continue;
     }
-    Active leaving = std::move(live_[i]);
-    live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
-    leaving.search.reset();
-    kv_pressure_ = false;
-    Answer(leaving.entry->job, std::move(reason));
+    Retire(i, std::move(reason));
   }
-}
-
-int64_t Scheduler::KvHeadroomBlocks(const DecodingOptions& options) const {
-  return static_cast<int64_t>(options.beam_size) * translator_->model().transformer.decoder_layers;
 }
 
 int64_t Scheduler::KvCapacityBlocks() const {
-  if (options_.kv_cache_max_bytes > 0) {
-    // The same rounding as the Translator's pool.
-    const int64_t block_bytes = 2 * kKvBlockPositions * translator_->kv_pool().d_model() *
-                                static_cast<int64_t>(sizeof(float));
-    return std::max<int64_t>(1, options_.kv_cache_max_bytes / block_bytes);
-  }
-  return learned_capacity_blocks_;  // 0 until the pool has been seen full
+  const int64_t bound = translator_->KvCapacityBlocks();
+  return bound > 0 ? bound : learned_capacity_blocks_;  // 0 until the pool has been seen full
 }
 
 void Scheduler::Admit(absl::Time now) {
   if (backlog_.empty()) return;
-  if (kv_pressure_ && !live_.empty()) return;
-  const int64_t capacity = KvCapacityBlocks();
-  int64_t kv_committed = translator_->kv_pool().blocks_in_use();
-  for (const Active& a : live_) kv_committed += KvHeadroomBlocks(a.entry->job.options);
-
-  std::vector<std::unique_ptr<Entry>> batch;
-  int64_t tokens = 0;
-  // At least one live sentence whatever the options say, or nothing would ever run.
-  const int64_t room = std::max<int64_t>(
-      0, std::max(1, options_.max_batch_sequences) - static_cast<int64_t>(live_.size()));
-  if (!live_.empty()) {
-    // Wait for a group worth an encoder call, unless the oldest has waited long enough.
-    const int64_t group =
-        std::min<int64_t>(std::max(1, options_.admission_group), options_.max_batch_sequences);
-    const bool group_ready = std::min<int64_t>(room, backlog_.size()) >= group;
-    const bool waited = steps_ - backlog_.front()->queued_at_step >=
-                        static_cast<int64_t>(options_.max_admission_wait_steps);
-    if (!group_ready && !waited) return;
+  std::vector<QueuedSentence> queue;
+  queue.reserve(backlog_.size());
+  for (const auto& entry : backlog_) {
+    queue.push_back({.source_tokens = static_cast<int64_t>(entry->job.source_ids.size()),
+                     .headroom_blocks = translator_->KvHeadroomBlocks(entry->job.options),
+                     .queued_at_step = entry->queued_at_step});
   }
-  // FIFO: stop at the first job that does not fit, so a long sentence is never overtaken
-  // forever by shorter ones.
-  while (!backlog_.empty() && static_cast<int64_t>(batch.size()) < room) {
-    const SentenceJob& job = backlog_.front()->job;
-    const int64_t job_tokens = static_cast<int64_t>(job.source_ids.size());
-    const int64_t job_kv = KvHeadroomBlocks(job.options);
-    const bool first = batch.empty() && live_.empty();  // always admissible: no starvation
-    if (!first) {
-      // A sentence longer than max_batch_tokens is admitted as a batch of its own.
-      if (!batch.empty() && tokens + job_tokens > options_.max_batch_tokens) break;
-      if (capacity > 0 && kv_committed + job_kv > capacity) break;
-    }
-    tokens += job_tokens;
-    kv_committed += job_kv;
+  std::vector<int64_t> live_headroom;
+  live_headroom.reserve(live_.size());
+  for (const Active& a : live_) {
+    live_headroom.push_back(translator_->KvHeadroomBlocks(a.entry->job.options));
+  }
+  const AdmissionPlan plan =
+      PlanAdmission({.queue = queue,
+                     .live_headroom_blocks = live_headroom,
+                     .blocks_in_use = translator_->kv_pool().blocks_in_use(),
+                     .capacity_blocks = KvCapacityBlocks(),
+                     .steps = steps_,
+                     .kv_pressure = kv_pressure_},
+                    {.mode = options_.mode,
+                     .max_batch_sequences = options_.max_batch_sequences,
+                     .max_batch_tokens = options_.max_batch_tokens,
+                     .admission_group = options_.admission_group,
+                     .max_admission_wait_steps = options_.max_admission_wait_steps});
+  if (plan.admit == 0) return;
+  std::vector<std::unique_ptr<Entry>> batch;
+  batch.reserve(static_cast<size_t>(plan.admit));
+  for (int64_t i = 0; i < plan.admit; ++i) {
     batch.push_back(std::move(backlog_.front()));
     backlog_.pop_front();
   }
-  if (!batch.empty()) EncodeAndStart(std::move(batch), now);
+  EncodeAndStart(std::move(batch), now);
 }
 
 void Scheduler::EncodeAndStart(std::vector<std::unique_ptr<Entry>> batch, absl::Time now) {
@@ -324,27 +307,19 @@ void Scheduler::StepOnce() {
       // (A lost device is answered by the loop, with everything queued: FailForGood.)
       if (status.code() == absl::StatusCode::kUnavailable) return;
       Log().error("scheduler: decoder step failed: {}", status.ToString());
-      std::vector<Active> failed = std::move(live_);
-      live_.clear();
-      for (Active& a : failed) a.search.reset();
-      kv_pressure_ = false;
       const absl::Status answer = absl::InternalError(status.message());
-      for (Active& a : failed) Answer(a.entry->job, answer);
+      while (!live_.empty()) Retire(0, answer);
       return;
     }
     // The KV pool is full, or the device out of memory: either way fewer sentences fit, and
-    // now we know how many KV blocks do even if we were not told.
+    // now we know how many KV blocks do even if the pool is unbounded.
     learned_capacity_blocks_ = translator_->kv_pool().blocks_allocated();
-    if (live_.size() > 1) {
-      Preempt(live_.size() - 1);  // the newest: the oldest keep their progress
+    if (const std::optional<size_t> victim = PlanPreemption(live_.size())) {
+      Preempt(*victim);
       continue;
     }
-    Active alone = std::move(live_.back());
-    live_.pop_back();
-    alone.search.reset();
-    kv_pressure_ = false;
-    Answer(alone.entry->job, absl::ResourceExhaustedError(absl::StrCat(
-                                 status.message(), ", even with nothing else running")));
+    Retire(0, absl::ResourceExhaustedError(
+                  absl::StrCat(status.message(), ", even with nothing else running")));
     return;
   }
 
@@ -359,12 +334,7 @@ void Scheduler::StepOnce() {
       if (observer != nullptr) observer->OnFirstToken(Seconds(now - entry.submitted));
     }
     if (a.search->done()) {
-      SearchResult result = a.search->TakeResult();
-      Active finished = std::move(a);
-      live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
-      finished.search.reset();
-      kv_pressure_ = false;
-      Answer(finished.entry->job, std::move(result));
+      Retire(i, a.search->TakeResult());
       continue;
     }
     if (entry.job.on_progress && a.steps > entry.reported_steps) {
@@ -374,12 +344,16 @@ void Scheduler::StepOnce() {
   }
 }
 
-void Scheduler::AnswerEverything(const absl::Status& status) {
-  std::vector<Active> live = std::move(live_);
-  live_.clear();
-  for (Active& a : live) a.search.reset();
+void Scheduler::Retire(size_t index, absl::StatusOr<SearchResult> result) {
+  Active leaving = std::move(live_[index]);
+  live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(index));
+  leaving.search.reset();  // blocks back to the pool before the caller hears
   kv_pressure_ = false;
-  for (Active& a : live) Answer(a.entry->job, status);
+  Answer(leaving.entry->job, std::move(result));
+}
+
+void Scheduler::AnswerEverything(const absl::Status& status) {
+  while (!live_.empty()) Retire(0, status);
   std::deque<std::unique_ptr<Entry>> backlog = std::move(backlog_);
   backlog_.clear();
   for (auto& entry : backlog) Answer(entry->job, status);

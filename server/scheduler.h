@@ -9,18 +9,19 @@
 // same way but only when nothing is live, and decodes it to the end. Outputs are identical in
 // both modes because the engine is batch-invariant in ids.
 //
-// KV cache policy. The pool may be bounded. A sentence is admitted while
+// KV cache policy. The pool may be bounded (Translator::KvCapacityBlocks; an unbounded pool on
+// a device that runs out of memory is bounded by what it held then). A sentence is admitted while
 //   blocks in use (real lengths) + headroom of every live sentence + headroom of the new one
-// fits the pool, where headroom = beam_size x decoder_layers blocks: the most a sentence can
-// allocate during the next kKvBlockPositions steps (each row takes at most one new or
-// copied-on-write block per layer). When nothing is live a sentence is always admitted, so a
-// sentence never waits forever. If a step still finds the pool full, the most recently admitted
-// sentence is PREEMPTED: its search is destroyed (blocks returned) and it goes back to the front
-// of the queue, to be re-encoded and restarted from scratch later (no admission until some live
-// sentence leaves). Decoding is deterministic, so a restarted sentence produces the same output;
-// progress it had already reported is not reported again. Only a sentence that does not fit
-// in the pool alone is answered RESOURCE_EXHAUSTED. The oldest live sentence is never
-// preempted, so the loop always makes progress.
+// fits the pool, where headroom (Translator::KvHeadroomBlocks) is the most a sentence can
+// allocate during the next block's worth of steps. When nothing is live a sentence is always
+// admitted, so a sentence never waits forever. If a step still finds the pool full, the most
+// recently admitted sentence is PREEMPTED: its search is destroyed (blocks returned) and it goes
+// back to the front of the queue, to be re-encoded and restarted from scratch later (no
+// admission until some live sentence leaves). Decoding is deterministic, so a restarted sentence
+// produces the same output; progress it had already reported is not reported again. Only a
+// sentence that does not fit in the pool alone is answered RESOURCE_EXHAUSTED. The oldest live
+// sentence is never preempted, so the loop always makes progress. These decisions are the pure
+// functions of server/admission_plan.h.
 //
 // Deadlines and cancellation are checked for queued and live sentences before admission and
 // between steps; such a sentence leaves (its search destroyed, blocks returned) and is answered
@@ -45,10 +46,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "model/translator/translator.h"
+#include "server/admission_plan.h"
 
 namespace transerve {
-
-enum class BatchingMode { kContinuous, kStatic };
 
 struct SchedulerOptions {
   BatchingMode mode = BatchingMode::kContinuous;
@@ -71,10 +71,6 @@ struct SchedulerOptions {
   // sentence's wait stays bounded and a caller hears "busy" in time to retry elsewhere instead of
   // at its deadline. A preempted sentence, already admitted once, is exempt.
   absl::Duration max_queue_wait = absl::InfiniteDuration();
-  // The bound of the Translator's KV pool (the same value as
-  // TranslatorOptions::kv_cache_max_bytes), used to gate admission. 0: unknown or unbounded;
-  // the scheduler then learns the bound the first time the pool fills.
-  int64_t kv_cache_max_bytes = 0;
 };
 
 // One sentence to translate. Callbacks run on the scheduler thread and must not block.
@@ -148,11 +144,14 @@ class Scheduler {
   void EncodeAndStart(std::vector<std::unique_ptr<Entry>> batch, absl::Time now);
   void StepOnce();
   void Preempt(size_t index);
+  // A live sentence leaves for good: its search is destroyed first (KV blocks back to the pool),
+  // then its job is answered with `result`.
+  void Retire(size_t index, absl::StatusOr<SearchResult> result);
   void AnswerEverything(const absl::Status& status);
   // After a lost device: records it for Submit and failure(), answers everything waiting.
   void FailForGood(const absl::Status& status);
   void PublishStats();
-  int64_t KvHeadroomBlocks(const DecodingOptions& options) const;
+  // The pool's bound, or the one learned when an unbounded pool's device ran out of memory.
   int64_t KvCapacityBlocks() const;
 
   Translator* const translator_;

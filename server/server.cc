@@ -730,9 +730,7 @@ absl::Status TranserveServer::LoadModels() {
     m->info.set_is_default(models.empty());
     m->metrics = impl.metrics.AddModel(m->name, device, m->translator->dtype(), arch,
                                        impl.config.kv_cache_bytes);
-    SchedulerOptions sopts = impl.config.scheduler;
-    sopts.kv_cache_max_bytes = impl.config.kv_cache_bytes;
-    m->scheduler = std::make_unique<Scheduler>(m->translator.get(), sopts);
+    m->scheduler = std::make_unique<Scheduler>(m->translator.get(), impl.config.scheduler);
     m->scheduler->SetObserver(m->metrics);
     Log().info("model '{}' loaded from {} on {}: {}", m->name, dir, device, arch);
     models.push_back(std::move(m));

@@ -46,6 +46,7 @@ class KvBlockPool {
   // Floats in a block's keys; its values start this far after them.
   int64_t block_floats() const { return block_floats_; }
   Device device() const { return device_; }
+  int64_t max_blocks() const { return max_blocks_; }  // 0: unbounded
   int64_t blocks_in_use() const { return in_use_; }
   int64_t blocks_allocated() const { return static_cast<int64_t>(refcounts_.size()); }
   // Bytes of blocks currently referenced by some sequence.

@@ -47,6 +47,14 @@ absl::StatusOr<Device> ResolveDevice(const std::string& name) {
       absl::StrCat("unknown device '", name, "' (expected auto, cpu or cuda)"));
 }
 
+// The KV pool's bound for a byte budget: whole blocks (keys and values of kKvBlockPositions
+// positions), at least one; 0 bytes means unbounded.
+int64_t KvBlocksWithin(int64_t max_bytes, int64_t d_model) {
+  if (max_bytes <= 0) return 0;
+  const int64_t block_bytes = 2 * kKvBlockPositions * d_model * static_cast<int64_t>(sizeof(float));
+  return std::max<int64_t>(1, max_bytes / block_bytes);
+}
+
 }  // namespace
 
 // Turns what the engine throws into its status: running out of memory is RESOURCE_EXHAUSTED
@@ -113,17 +121,19 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ops::SetNumThreads(threads);
   ThreadPool::SetEngineThreads(threads);
-  const int64_t block_bytes = 2 * kKvBlockPositions * c.d_model * sizeof(float);
   t->kv_pool_ = std::make_unique<KvBlockPool>(
-      c.d_model, t->device_,
-      options.kv_cache_max_bytes > 0
-          ? std::max<int64_t>(1, options.kv_cache_max_bytes / block_bytes)
-          : 0);
+      c.d_model, t->device_, KvBlocksWithin(options.kv_cache_max_bytes, c.d_model));
   t->stream_.Synchronize();  // the weights are in place before the first request
   Log().info("translator ready on {} ({})", DeviceName(t->device_),
              t->device_ == Device::kCpu ? ops::BlasDescription()
                                         : absl::StrCat(ProbeCuda().detail, ", ", t->dtype_));
   return t;
+}
+
+int64_t Translator::KvCapacityBlocks() const { return kv_pool_->max_blocks(); }
+
+int64_t Translator::KvHeadroomBlocks(const DecodingOptions& options) const {
+  return static_cast<int64_t>(options.beam_size) * model_->transformer.decoder_layers;
 }
 
 absl::Status Translator::CheckVocabularySizes() const {

@@ -92,6 +92,11 @@ class Translator {
   const MarianTokenizer& tokenizer() const { return *tokenizer_; }
   const SpecialTokens& special_tokens() const { return special_; }
   const KvBlockPool& kv_pool() const { return *kv_pool_; }
+  // What a scheduler weighs admission by, in KV blocks: the pool's bound (0: unbounded), and
+  // the most blocks one sentence with these options can take during the next kKvBlockPositions
+  // steps (each of its beam_size rows at most one new or copied-on-write block per layer).
+  int64_t KvCapacityBlocks() const;
+  int64_t KvHeadroomBlocks(const DecodingOptions& options) const;
   // Raw logits [rows, target_vocab] of the last Step (diagnostics and parity tests).
   const Tensor& last_logits() const {
     if (logits_.device() == Device::kCpu) return logits_;

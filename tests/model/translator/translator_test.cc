@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <utility>
+#include <vector>
+
 #include "tests/model/translator/fixtures.h"
 
 namespace transerve {
@@ -126,6 +130,47 @@ TEST_F(TranslatorTest, KvCacheIsReturnedWhenSearchesEnd) {
   o.max_length = 40;
   ASSERT_TRUE(translator_->TranslateIds(sources, o).ok());
   EXPECT_EQ(translator_->kv_pool().blocks_in_use(), 0);
+}
+
+// The headroom a scheduler reserves covers what a search takes in its next block's worth of
+// steps; greedy takes exactly it (one block per layer).
+TEST_F(TranslatorTest, KvHeadroomCoversABlockOfStepsFromTheStart) {
+  const std::vector<std::vector<int32_t>> source{
+      expected_["cases"][5]["source_ids"].get<std::vector<int32_t>>()};
+  for (int beam : {1, 4}) {
+    DecodingOptions o;
+    o.beam_size = beam;
+    o.min_length = kKvBlockPositions + 1;  // still running after the window
+    o.max_length = 2 * kKvBlockPositions;
+    auto encoded = translator_->Encode(source);
+    ASSERT_TRUE(encoded.ok()) << encoded.status();
+    std::unique_ptr<SentenceSearch> search = translator_->StartSearch((*encoded)[0], o);
+    SentenceSearch* const searches[] = {search.get()};
+    for (int step = 0; step < kKvBlockPositions; ++step) {
+      ASSERT_TRUE(translator_->Step(searches).ok());
+    }
+    ASSERT_FALSE(search->done());
+    const int64_t headroom = translator_->KvHeadroomBlocks(o);
+    EXPECT_LE(translator_->kv_pool().blocks_in_use(), headroom) << "beam " << beam;
+    if (beam == 1) EXPECT_EQ(translator_->kv_pool().blocks_in_use(), headroom);
+  }
+}
+
+TEST(TranslatorCreate, KvBudgetIsWholeBlocksAndAtLeastOne) {
+  const std::string dir = testing::FixtureModelDir(testing::kFixtureNames[0]);
+  auto unbounded = Translator::Create({.model_dir = dir, .device = "cpu"});
+  ASSERT_TRUE(unbounded.ok()) << unbounded.status();
+  EXPECT_EQ((*unbounded)->KvCapacityBlocks(), 0);
+  const int64_t d_model = (*unbounded)->model().config.d_model;
+  const int64_t block_bytes = 2 * kKvBlockPositions * d_model * sizeof(float);
+  // Less than a block still gets one; a partial block is not counted.
+  for (const auto& [bytes, blocks] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {block_bytes, 1}, {7 * block_bytes + block_bytes - 1, 7}}) {
+    auto t = Translator::Create({.model_dir = dir, .device = "cpu", .kv_cache_max_bytes = bytes});
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_EQ((*t)->KvCapacityBlocks(), blocks) << bytes << " bytes";
+    EXPECT_EQ((*t)->kv_pool().max_blocks(), blocks) << bytes << " bytes";
+  }
 }
 
 TEST(TranslatorCreate, UnknownDeviceAndMissingModelAreClearErrors) {

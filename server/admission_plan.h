@@ -1,0 +1,66 @@
+// The scheduler's admission and preemption decisions as pure functions of plain numbers, so each
+// rule (server/scheduler.h, "KV cache policy" and SchedulerOptions) is written once and tested
+// without a model. The scheduler gathers the numbers, asks, and applies the answer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+namespace transerve {
+
+enum class BatchingMode { kContinuous, kStatic };
+
+// The admission side of SchedulerOptions.
+struct AdmissionPolicy {
+  BatchingMode mode = BatchingMode::kContinuous;
+  int max_batch_sequences = 64;
+  int max_batch_tokens = 8192;
+  int admission_group = 1;
+  int max_admission_wait_steps = 4;
+};
+
+// A sentence waiting in the queue.
+struct QueuedSentence {
+  int64_t source_tokens = 0;
+  int64_t headroom_blocks = 0;  // Translator::KvHeadroomBlocks of its options
+  int64_t queued_at_step = 0;   // the decoder step count when the scheduler took it
+};
+
+// What the scheduler knows between two decoder steps.
+struct AdmissionState {
+  std::span<const QueuedSentence> queue;          // front (oldest) first
+  std::span<const int64_t> live_headroom_blocks;  // one per live sentence, admission order
+  int64_t blocks_in_use = 0;                      // KV blocks held now (real lengths)
+  int64_t capacity_blocks = 0;                    // the pool's bound; 0: unbounded or unknown
+  int64_t steps = 0;                              // decoder steps run so far
+  bool kv_pressure = false;  // a preemption happened and no live sentence has left since
+};
+
+// The rule that ended admission (kNone: the whole queue goes).
+enum class AdmissionStop {
+  kNone,
+  kStaticBatchRunning,  // static mode admits only when nothing is live
+  kKvPressure,          // nothing until a live sentence leaves
+  kWaitingForGroup,     // too few for an encoder call, and the oldest has not waited enough
+  kSequences,           // max_batch_sequences live
+  kTokens,              // the next sentence would pass max_batch_tokens
+  kKvCache,             // the next sentence's headroom does not fit the pool
+};
+
+struct AdmissionPlan {
+  int64_t admit = 0;  // how many sentences from the front of the queue to encode now
+  AdmissionStop stop = AdmissionStop::kNone;
+};
+
+// FIFO: admission stops at the first sentence that does not fit, so a long one is never
+// overtaken forever. The first sentence is always admissible when nothing is live (one longer
+// than max_batch_tokens, or than the pool's room, then runs alone), so nothing waits forever.
+AdmissionPlan PlanAdmission(const AdmissionState& state, const AdmissionPolicy& policy);
+
+// The live sentence (an index in admission order) to send back to the queue when a step finds
+// the KV pool full: the newest, so the oldest keep their progress and the loop always moves.
+// nullopt when only one is live: it alone does not fit, and is answered RESOURCE_EXHAUSTED.
+std::optional<size_t> PlanPreemption(size_t live_sentences);
+
+}  // namespace transerve
