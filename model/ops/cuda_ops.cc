@@ -145,16 +145,23 @@ Tensor ToFloat16Linear(const Tensor& weight, const Tensor& bias) {
 }
 
 void TopK(const Tensor& logits, std::span<const int32_t> k, std::span<const uint8_t> ban_eos,
-          int32_t pad, int32_t eos, int32_t max_k, std::vector<int32_t>* tokens,
-          std::vector<float>* log_probs) {
-  const TranserveCudaApi& api = RequireCuda("TopKOnDevice");
-  const int32_t rows = static_cast<int32_t>(logits.dim(0));
-  tokens->resize(static_cast<size_t>(rows) * max_k);
-  log_probs->resize(static_cast<size_t>(rows) * max_k);
+          int32_t pad, int32_t eos, std::vector<std::vector<TokenScore>>* candidates) {
+  const TranserveCudaApi& api = RequireCuda("TopKCandidates");
+  const int32_t rows = static_cast<int32_t>(k.size());
+  const int32_t max_k = std::max(1, rows == 0 ? 1 : *std::max_element(k.begin(), k.end()));
+  // The kernel writes rows x max_k results; only these cross back to the host.
+  std::vector<int32_t> tokens(static_cast<size_t>(rows) * max_k);
+  std::vector<float> log_probs(tokens.size());
   CheckCuda(
       api.top_k_f32(CurrentCudaStream(), logits.f32(), rows, static_cast<int32_t>(logits.dim(1)),
-                    k.data(), ban_eos.data(), pad, eos, max_k, tokens->data(), log_probs->data()),
-      api, "TopKOnDevice");
+                    k.data(), ban_eos.data(), pad, eos, max_k, tokens.data(), log_probs.data()),
+      api, "TopKCandidates");
+  for (int32_t r = 0; r < rows; ++r) {
+    std::vector<TokenScore>& out = (*candidates)[r];
+    out.clear();
+    for (int32_t i = 0; i < k[r]; ++i)
+      out.push_back({tokens[r * max_k + i], log_probs[r * max_k + i]});
+  }
 }
 
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,

@@ -25,9 +25,9 @@ void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activatio
 // Host to device or device to host, whichever way `device` says.
 Tensor CopyTo(const Tensor& t, Device device);
 Tensor ToFloat16Linear(const Tensor& weight, const Tensor& bias);
+// As cpu::TopK (cpu/cpu_ops.h).
 void TopK(const Tensor& logits, std::span<const int32_t> k, std::span<const uint8_t> ban_eos,
-          int32_t pad, int32_t eos, int32_t max_k, std::vector<int32_t>* tokens,
-          std::vector<float>* log_probs);
+          int32_t pad, int32_t eos, std::vector<std::vector<TokenScore>>* candidates);
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                   float eps, Tensor* out);
 void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "model/ops/cpu/cpu_ops.h"
 #include "model/ops/cuda_ops.h"
@@ -118,10 +119,37 @@ Tensor ToFloat16Linear(const Tensor& weight, const Tensor& bias) {
   return cuda_ops::ToFloat16Linear(weight, bias);
 }
 
-void TopKOnDevice(const Tensor& logits, std::span<const int32_t> k,
-                  std::span<const uint8_t> ban_eos, int32_t pad, int32_t eos, int32_t max_k,
-                  std::vector<int32_t>* tokens, std::vector<float>* log_probs) {
-  cuda_ops::TopK(logits, k, ban_eos, pad, eos, max_k, tokens, log_probs);
+void TopKCandidates(const Tensor& logits, std::span<const CandidateRule> rules, int32_t pad,
+                    int32_t eos, std::vector<std::vector<TokenScore>>* candidates) {
+  if (logits.rank() != 2 || logits.dtype() != DType::kFloat32 ||
+      logits.dim(0) != static_cast<int64_t>(rules.size())) {
+    throw std::invalid_argument("TopKCandidates: " + std::to_string(rules.size()) +
+                                " rules for logits of shape " + logits.ShapeString());
+  }
+  // The backends rank the rows that choose; a forced row's one candidate is known already.
+  std::vector<int32_t> k(rules.size());
+  std::vector<uint8_t> ban_eos(rules.size());
+  const int64_t vocab = logits.dim(1);
+  for (size_t r = 0; r < rules.size(); ++r) {
+    const int64_t allowed = vocab - 1 - (rules[r].ban_eos && eos != pad ? 1 : 0);
+    if (!rules[r].force_eos && (rules[r].k < 1 || rules[r].k > allowed)) {
+      throw std::invalid_argument("TopKCandidates: row " + std::to_string(r) + " asks for " +
+                                  std::to_string(rules[r].k) + " of " + std::to_string(allowed) +
+                                  " allowed tokens");
+    }
+    k[r] = rules[r].force_eos ? 0 : rules[r].k;
+    ban_eos[r] = rules[r].ban_eos ? 1 : 0;
+  }
+  candidates->resize(rules.size());
+  if (logits.device() == Device::kCuda) {
+    cuda_ops::TopK(logits, k, ban_eos, pad, eos, candidates);
+  } else {
+    RequireCpu(logits.device(), "TopKCandidates");
+    cpu::TopK(logits, k, ban_eos, pad, eos, candidates);
+  }
+  for (size_t r = 0; r < rules.size(); ++r) {
+    if (rules[r].force_eos) (*candidates)[r].assign(1, TokenScore{eos, 0.0f});
+  }
 }
 
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,

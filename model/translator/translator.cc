@@ -265,59 +265,18 @@ absl::Status Translator::StepOnce(std::span<SentenceSearch* const> searches) {
   const Tensor* alignment_rows = alignment ? &HostCopy(alignment_, &host_alignment_) : nullptr;
   // Every row's candidates at once: on the GPU only they come back to the host; on the CPU the
   // rows are spread over the engine's threads.
-  row_candidates_.resize(rows_.size());
-  row_requests_.clear();
+  row_rules_.clear();
   for (size_t i = 0; i < firsts.size(); ++i) {
     const int64_t end =
         i + 1 < firsts.size() ? firsts[i + 1].second : static_cast<int64_t>(rows_.size());
-    const SentenceSearch::Candidates want = firsts[i].first->NextCandidates();
-    for (int64_t r = firsts[i].second; r < end; ++r) row_requests_.push_back(want);
+    const ops::CandidateRule rule = firsts[i].first->NextCandidates();
+    for (int64_t r = firsts[i].second; r < end; ++r) row_rules_.push_back(rule);
   }
-  if (logits_.device() != Device::kCpu) {
-    CandidatesOnDevice();
-  } else {
-    CandidatesOnCpu();
-  }
+  ops::TopKCandidates(logits_, row_rules_, special_.pad, special_.eos, &row_candidates_);
   for (const auto& [search, first_row] : firsts) {
     search->Advance(row_candidates_, alignment_rows, first_row);
   }
   return absl::OkStatus();
-}
-
-void Translator::CandidatesOnCpu() {
-  const Tensor& logits = logits_;
-  const int64_t vocab = logits.dim(1);
-  ThreadPool::Engine().ParallelFor(
-      static_cast<int64_t>(rows_.size()), [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          const std::span<const float> row(logits.f32() + r * vocab, static_cast<size_t>(vocab));
-          TopTokens(row, special_, row_requests_[r].rule, row_requests_[r].k, &row_candidates_[r]);
-        }
-      });
-}
-
-void Translator::CandidatesOnDevice() {
-  std::vector<int32_t> k(row_requests_.size());
-  std::vector<uint8_t> ban(row_requests_.size());
-  int32_t max_k = 1;
-  for (size_t r = 0; r < row_requests_.size(); ++r) {
-    k[r] = row_requests_[r].rule.force_eos ? 1 : row_requests_[r].k;
-    ban[r] = row_requests_[r].rule.ban_eos ? 1 : 0;
-    max_k = std::max(max_k, k[r]);
-  }
-  ops::TopKOnDevice(logits_, k, ban, special_.pad, special_.eos, max_k, &device_tokens_,
-                    &device_log_probs_);
-  for (size_t r = 0; r < row_requests_.size(); ++r) {
-    std::vector<TokenScore>& out = row_candidates_[r];
-    out.clear();
-    if (row_requests_[r].rule.force_eos) {  // as TopTokens: EOS alone, log-probability 0
-      out.push_back({special_.eos, 0.0f});
-      continue;
-    }
-    for (int32_t i = 0; i < k[r]; ++i) {
-      out.push_back({device_tokens_[r * max_k + i], device_log_probs_[r * max_k + i]});
-    }
-  }
 }
 
 const Tensor& Translator::HostCopy(const Tensor& t, Tensor* host) {

@@ -135,17 +135,12 @@ class Translator {
   mutable Tensor host_logits_;
   mutable bool host_logits_valid_ = false;
   Tensor host_alignment_;
-  std::vector<int32_t> device_tokens_;  // candidates computed on the GPU
-  std::vector<float> device_log_probs_;
-  // The candidates of every row of the step into row_candidates_.
-  void CandidatesOnCpu();
-  void CandidatesOnDevice();
   // `t` itself on the CPU, else its copy in *host.
   static const Tensor& HostCopy(const Tensor& t, Tensor* host);
   Tensor encoder_out_;
   std::vector<DecoderRow> rows_;
-  std::vector<SentenceSearch::Candidates> row_requests_;  // per row of the step
-  std::vector<std::vector<TokenScore>> row_candidates_;   // per row of the step
+  std::vector<ops::CandidateRule> row_rules_;            // per row of the step
+  std::vector<std::vector<TokenScore>> row_candidates_;  // per row of the step
 };
 
 }  // namespace transerve
