@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "model/core/activation.h"
 #include "model/core/tensor.h"
 #include "model/ops/kv_cache.h"
@@ -66,6 +67,15 @@ class StreamScope {
  private:
   TranserveCudaStream* previous_;
 };
+
+// The device `name` (auto | cpu | cuda) stands for. auto takes the GPU when the CUDA plugin
+// finds a device and its self-test kernel computes the right result (docs/cuda.md), else the
+// CPU, and logs which and why. FAILED_PRECONDITION for cuda without such a GPU;
+// INVALID_ARGUMENT for any other name.
+absl::StatusOr<Device> ResolveDevice(const std::string& name);
+// What runs the primitives on `device`, for logs: the BLAS library and its kernel on the CPU,
+// the GPU's name and memory on CUDA.
+std::string DeviceDescription(Device device);
 
 // Sets the number of threads the GEMM library may use (the engine's only thread pool).
 void SetNumThreads(int threads);

@@ -9,7 +9,6 @@
 #include "model/core/logging.h"
 #include "model/core/thread_pool.h"
 #include "model/layers/encoder.h"
-#include "model/ops/cuda_plugin.h"
 #include "model/ops/ops.h"
 
 namespace transerve {
@@ -19,32 +18,6 @@ constexpr int kMaxBeamSize = 64;
 
 absl::Status NoTokenizerError() {
   return absl::FailedPreconditionError("this translator was loaded without its tokenizer");
-}
-
-// auto takes the GPU when the CUDA plugin finds a device and its self-test kernel computes the
-// right result (docs/cuda.md), and says why when it does not.
-absl::StatusOr<Device> ResolveDevice(const std::string& name) {
-  if (name == "cpu") return Device::kCpu;
-  if (name == "auto" || name == "cuda") {
-    const CudaProbe& probe = ProbeCuda();
-    std::string why = probe.detail;
-    if (probe.devices > 0 && CudaApi() != nullptr) {
-      std::string self_test;
-      if (CudaSelfTest(&self_test)) {
-        Log().info("device {}: CUDA device {}", name, probe.detail);
-        return Device::kCuda;
-      }
-      why = absl::StrCat("CUDA device ", probe.detail, " failed the self-test: ", self_test);
-    }
-    if (name == "cuda") {
-      return absl::FailedPreconditionError(
-          absl::StrCat("--device=cuda: ", why, "; use --device=cpu or auto"));
-    }
-    Log().info("device auto: {}; using the CPU", why);
-    return Device::kCpu;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown device '", name, "' (expected auto, cpu or cuda)"));
 }
 
 }  // namespace
@@ -73,7 +46,7 @@ auto Translator::Guarded(const char* what, Work&& work) -> decltype(work()) {
 }
 
 absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorOptions& options) {
-  auto device = ResolveDevice(options.device);
+  auto device = ops::ResolveDevice(options.device);
   if (!device.ok()) return device.status();
   std::unique_ptr<Translator> t(new Translator());
   t->device_ = *device;
@@ -121,8 +94,9 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
           : 0);
   t->stream_.Synchronize();  // the weights are in place before the first request
   Log().info("translator ready on {} ({})", DeviceName(t->device_),
-             t->device_ == Device::kCpu ? ops::BlasDescription()
-                                        : absl::StrCat(ProbeCuda().detail, ", ", t->dtype_));
+             t->device_ == Device::kCpu
+                 ? ops::DeviceDescription(t->device_)
+                 : absl::StrCat(ops::DeviceDescription(t->device_), ", ", t->dtype_));
   return t;
 }
 
