@@ -235,7 +235,6 @@ absl::Status Translator::StepOnce(std::span<SentenceSearch* const> searches) {
     return absl::ResourceExhaustedError("KV cache is full");
   }
   OutputLogits(model_->weights, hidden_, &logits_);
-  host_logits_valid_ = false;
   const Tensor* alignment_rows = alignment ? &HostCopy(alignment_, &host_alignment_) : nullptr;
   // Every row's candidates at once: on the GPU only they come back to the host; on the CPU the
   // rows are spread over the engine's threads.
@@ -251,6 +250,16 @@ absl::Status Translator::StepOnce(std::span<SentenceSearch* const> searches) {
     search->Advance(row_candidates_, alignment_rows, first_row);
   }
   return absl::OkStatus();
+}
+
+Tensor Translator::CopyLastLogits() const {
+  if (logits_.empty()) return Tensor();  // no step yet
+  if (logits_.device() == Device::kCpu) {
+    return Tensor::FromFloats(logits_.shape(),
+                              std::span(logits_.f32(), static_cast<size_t>(logits_.numel())));
+  }
+  const ops::StreamScope scope(stream_);
+  return ops::CopyTo(logits_, Device::kCpu);
 }
 
 const Tensor& Translator::HostCopy(const Tensor& t, Tensor* host) {
