@@ -18,7 +18,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "model/ops/blas_kernel.h"
-#include "model/ops/cuda_plugin.h"
 #include "model/ops/ops.h"
 #include "model/translator/translator.h"
 
@@ -192,7 +191,8 @@ int Run() {
     }
   }
   const std::string device =
-      on_cpu ? ops::BlasDescription() : "CUDA " + ProbeCuda().detail + ", " + t.dtype();
+      on_cpu ? ops::DeviceDescription(Device::kCpu)
+             : "CUDA " + ops::DeviceDescription(Device::kCuda) + ", " + t.dtype();
   if (on_cpu) {
     std::printf(
         "sgemm peak (2048^3, %d threads): %.1f GFLOP/s; encoder GEMMs at batch %d: "

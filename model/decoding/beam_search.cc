@@ -37,8 +37,8 @@ void BeamSearch::AddFinished(Hypothesis hypothesis) {
   if (static_cast<int>(finished_.size()) > options_.beam_size) finished_.pop_back();
 }
 
-SentenceSearch::Candidates BeamSearch::NextCandidates() const {
-  return {RuleForStep(options_, generated_), 2 * options_.beam_size};
+ops::CandidateRule BeamSearch::NextCandidates() const {
+  return RuleForStep(options_, generated_, /*k=*/2 * options_.beam_size);
 }
 
 void BeamSearch::Advance(std::span<const std::vector<TokenScore>> top, const Tensor* alignment,

@@ -14,7 +14,7 @@ class BeamSearch : public SentenceSearch {
 
   void CollectRows(std::vector<DecoderRow>* rows) override;
   bool wants_alignment() const override { return options_.return_alignment; }
-  Candidates NextCandidates() const override;
+  ops::CandidateRule NextCandidates() const override;
   void Advance(std::span<const std::vector<TokenScore>> top, const Tensor* alignment,
                int64_t first_row) override;
   bool done() const override { return done_; }

@@ -17,13 +17,13 @@ void GreedySearch::CollectRows(std::vector<DecoderRow>* rows) {
   rows->push_back({next_input_, cache_.get(), source_.get()});
 }
 
-SentenceSearch::Candidates GreedySearch::NextCandidates() const {
-  return {RuleForStep(options_, static_cast<int>(hypothesis_.ids.size())), 1};
+ops::CandidateRule GreedySearch::NextCandidates() const {
+  return RuleForStep(options_, static_cast<int>(hypothesis_.ids.size()), /*k=*/1);
 }
 
 void GreedySearch::Advance(std::span<const std::vector<TokenScore>> top, const Tensor* alignment,
                            int64_t first_row) {
-  const StepRule rule = NextCandidates().rule;
+  const ops::CandidateRule rule = NextCandidates();
   const TokenScore& best = top[first_row].front();
   hypothesis_.ids.push_back(best.token);
   if (options_.return_alignment) {

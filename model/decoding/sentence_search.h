@@ -23,14 +23,10 @@ class SentenceSearch {
   virtual void CollectRows(std::vector<DecoderRow>* rows) = 0;
   // Whether the driver must pass alignment rows to Advance (DecodingOptions::return_alignment).
   virtual bool wants_alignment() const = 0;
-  // What the next step needs from each of its rows' logits: the `k` best tokens under `rule`
-  // (logits_processing.h). The driver computes them for every row of the batch at once, on
-  // whatever device holds the logits.
-  struct Candidates {
-    StepRule rule;
-    int k = 1;
-  };
-  virtual Candidates NextCandidates() const = 0;
+  // What the next step needs from each of its rows' logits: the k best tokens under the
+  // step's rule (logits_processing.h). The driver computes them for every row of the batch at
+  // once (ops::TopKCandidates), on whatever device holds the logits.
+  virtual ops::CandidateRule NextCandidates() const = 0;
   // Consumes rows [first_row, first_row + rows collected) of the step just run: the candidates
   // of each row (`top[row]`, best first), and of `alignment` (DecodeStep's head-averaged
   // cross-attention), which is non-null whenever wants_alignment().

@@ -4,7 +4,10 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "model/core/activation.h"
 #include "model/core/tensor.h"
 #include "model/ops/kv_cache.h"
@@ -19,6 +22,13 @@ namespace transerve {
 struct CrossKv {
   Tensor kv;
   int32_t length() const { return static_cast<int32_t>(kv.dim(0)); }
+};
+
+// A candidate token of a decoder step and its log-probability under the softmax over the tokens
+// the step allows (ops::TopKCandidates).
+struct TokenScore {
+  int32_t token;
+  float log_prob;
 };
 
 namespace ops {
@@ -57,6 +67,15 @@ class StreamScope {
  private:
   TranserveCudaStream* previous_;
 };
+
+// The device `name` (auto | cpu | cuda) stands for. auto takes the GPU when the CUDA plugin
+// finds a device and its self-test kernel computes the right result (docs/cuda.md), else the
+// CPU, and logs which and why. FAILED_PRECONDITION for cuda without such a GPU;
+// INVALID_ARGUMENT for any other name.
+absl::StatusOr<Device> ResolveDevice(const std::string& name);
+// What runs the primitives on `device`, for logs: the BLAS library and its kernel on the CPU,
+// the GPU's name and memory on CUDA.
+std::string DeviceDescription(Device device);
 
 // Sets the number of threads the GEMM library may use (the engine's only thread pool).
 void SetNumThreads(int threads);
@@ -110,13 +129,23 @@ Tensor CopyTo(const Tensor& t, Device device);
 // the bias (model/ops/cuda/plugin_abi.h, linear_f16w).
 Tensor ToFloat16Linear(const Tensor& weight, const Tensor& bias);
 
-// For each row r of `logits` on a GPU ([rows, vocab]): the k[r] allowed tokens with the
-// highest logits, best first (ties: lower id), and their log-probabilities under the softmax
-// over the allowed tokens (every token but `pad`, and but `eos` where ban_eos[r]). Results go
-// to tokens / log_probs (host, rows x max_k, row-major); only they cross back to the host.
-void TopKOnDevice(const Tensor& logits, std::span<const int32_t> k,
-                  std::span<const uint8_t> ban_eos, int32_t pad, int32_t eos, int32_t max_k,
-                  std::vector<int32_t>* tokens, std::vector<float>* log_probs);
+// What one row of a decoder step may choose, and how many of its best tokens it needs. Every
+// token is allowed but pad, and but EOS under ban_eos (the hypothesis is shorter than its
+// min_length); under force_eos (its max_length-th token) EOS is the only candidate, with
+// log-probability 0, whatever k says.
+struct CandidateRule {
+  int32_t k = 1;
+  bool ban_eos = false;
+  bool force_eos = false;
+};
+
+// For each row r of `logits` ([rows, vocab], CPU or GPU): the rules[r].k allowed tokens with the
+// highest logits, best first (ties: lower id), each with its log-probability under the softmax
+// over the allowed tokens. Into (*candidates)[r]; only they cross back to the host. On the CPU
+// the rows are spread over the engine's threads. Throws std::invalid_argument unless there is
+// one rule per row, each asking for 1 to (allowed tokens) candidates.
+void TopKCandidates(const Tensor& logits, std::span<const CandidateRule> rules, int32_t pad,
+                    int32_t eos, std::vector<std::vector<TokenScore>>* candidates);
 
 // out = LayerNorm(x + residual) * gamma + beta over the last axis (biased variance).
 // `out` may alias `x` or `residual`.

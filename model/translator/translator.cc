@@ -9,7 +9,6 @@
 #include "model/core/logging.h"
 #include "model/core/thread_pool.h"
 #include "model/layers/encoder.h"
-#include "model/ops/cuda_plugin.h"
 #include "model/ops/ops.h"
 
 namespace transerve {
@@ -21,6 +20,7 @@ absl::Status NoTokenizerError() {
   return absl::FailedPreconditionError("this translator was loaded without its tokenizer");
 }
 
+<<<<<<< HEAD
 // auto takes the GPU when the CUDA plugin finds a device and its self-test kernel computes the
 // right result (docs/cuda.md), and says why when it does not.
 absl::StatusOr<Device> ResolveDevice(const std::string& name) {
@@ -55,6 +55,8 @@ int64_t KvBlocksWithin(int64_t max_bytes, int64_t d_model) {
   return std::max<int64_t>(1, max_bytes / block_bytes);
 }
 
+=======
+>>>>>>> h-engine
 }  // namespace
 
 // Turns what the engine throws into its status: running out of memory is RESOURCE_EXHAUSTED
@@ -81,7 +83,7 @@ auto Translator::Guarded(const char* what, Work&& work) -> decltype(work()) {
 }
 
 absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorOptions& options) {
-  auto device = ResolveDevice(options.device);
+  auto device = ops::ResolveDevice(options.device);
   if (!device.ok()) return device.status();
   std::unique_ptr<Translator> t(new Translator());
   t->device_ = *device;
@@ -125,8 +127,9 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
       c.d_model, t->device_, KvBlocksWithin(options.kv_cache_max_bytes, c.d_model));
   t->stream_.Synchronize();  // the weights are in place before the first request
   Log().info("translator ready on {} ({})", DeviceName(t->device_),
-             t->device_ == Device::kCpu ? ops::BlasDescription()
-                                        : absl::StrCat(ProbeCuda().detail, ", ", t->dtype_));
+             t->device_ == Device::kCpu
+                 ? ops::DeviceDescription(t->device_)
+                 : absl::StrCat(ops::DeviceDescription(t->device_), ", ", t->dtype_));
   return t;
 }
 
@@ -271,63 +274,31 @@ absl::Status Translator::StepOnce(std::span<SentenceSearch* const> searches) {
     return absl::ResourceExhaustedError("KV cache is full");
   }
   OutputLogits(model_->weights, hidden_, &logits_);
-  host_logits_valid_ = false;
   const Tensor* alignment_rows = alignment ? &HostCopy(alignment_, &host_alignment_) : nullptr;
   // Every row's candidates at once: on the GPU only they come back to the host; on the CPU the
   // rows are spread over the engine's threads.
-  row_candidates_.resize(rows_.size());
-  row_requests_.clear();
+  row_rules_.clear();
   for (size_t i = 0; i < firsts.size(); ++i) {
     const int64_t end =
         i + 1 < firsts.size() ? firsts[i + 1].second : static_cast<int64_t>(rows_.size());
-    const SentenceSearch::Candidates want = firsts[i].first->NextCandidates();
-    for (int64_t r = firsts[i].second; r < end; ++r) row_requests_.push_back(want);
+    const ops::CandidateRule rule = firsts[i].first->NextCandidates();
+    for (int64_t r = firsts[i].second; r < end; ++r) row_rules_.push_back(rule);
   }
-  if (logits_.device() != Device::kCpu) {
-    CandidatesOnDevice();
-  } else {
-    CandidatesOnCpu();
-  }
+  ops::TopKCandidates(logits_, row_rules_, special_.pad, special_.eos, &row_candidates_);
   for (const auto& [search, first_row] : firsts) {
     search->Advance(row_candidates_, alignment_rows, first_row);
   }
   return absl::OkStatus();
 }
 
-void Translator::CandidatesOnCpu() {
-  const Tensor& logits = logits_;
-  const int64_t vocab = logits.dim(1);
-  ThreadPool::Engine().ParallelFor(
-      static_cast<int64_t>(rows_.size()), [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          const std::span<const float> row(logits.f32() + r * vocab, static_cast<size_t>(vocab));
-          TopTokens(row, special_, row_requests_[r].rule, row_requests_[r].k, &row_candidates_[r]);
-        }
-      });
-}
-
-void Translator::CandidatesOnDevice() {
-  std::vector<int32_t> k(row_requests_.size());
-  std::vector<uint8_t> ban(row_requests_.size());
-  int32_t max_k = 1;
-  for (size_t r = 0; r < row_requests_.size(); ++r) {
-    k[r] = row_requests_[r].rule.force_eos ? 1 : row_requests_[r].k;
-    ban[r] = row_requests_[r].rule.ban_eos ? 1 : 0;
-    max_k = std::max(max_k, k[r]);
+Tensor Translator::CopyLastLogits() const {
+  if (logits_.empty()) return Tensor();  // no step yet
+  if (logits_.device() == Device::kCpu) {
+    return Tensor::FromFloats(logits_.shape(),
+                              std::span(logits_.f32(), static_cast<size_t>(logits_.numel())));
   }
-  ops::TopKOnDevice(logits_, k, ban, special_.pad, special_.eos, max_k, &device_tokens_,
-                    &device_log_probs_);
-  for (size_t r = 0; r < row_requests_.size(); ++r) {
-    std::vector<TokenScore>& out = row_candidates_[r];
-    out.clear();
-    if (row_requests_[r].rule.force_eos) {  // as TopTokens: EOS alone, log-probability 0
-      out.push_back({special_.eos, 0.0f});
-      continue;
-    }
-    for (int32_t i = 0; i < k[r]; ++i) {
-      out.push_back({device_tokens_[r * max_k + i], device_log_probs_[r * max_k + i]});
-    }
-  }
+  const ops::StreamScope scope(stream_);
+  return ops::CopyTo(logits_, Device::kCpu);
 }
 
 const Tensor& Translator::HostCopy(const Tensor& t, Tensor* host) {

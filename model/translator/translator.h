@@ -2,7 +2,13 @@
 // step-level API a scheduler needs to batch many requests continuously (Encode, StartSearch,
 // Step; a search is released by destroying it). Knows nothing of gRPC.
 //
-// Not thread-safe: one Translator is driven by one thread (one scheduler loop per replica).
+// Threads. The text methods (Tokenize, ValidateOptions, Detokenize, IsEmptySource,
+// EmptySourceResult, DefaultOptions) and the accessors of what Create fixed (model, tokenizer,
+// special_tokens, device, dtype) only read state that never changes after Create: any number
+// of threads may call them at once, also while a step runs (the server tokenizes on its gRPC
+// threads). Everything else (Translate, TranslateIds, Encode, StartSearch, Step, the searches
+// they made, CopyLastLogits, kv_pool, device_status) belongs to one step thread at a time (one
+// scheduler loop per replica).
 #pragma once
 
 #include <cstdint>
@@ -97,16 +103,10 @@ class Translator {
   // steps (each of its beam_size rows at most one new or copied-on-write block per layer).
   int64_t KvCapacityBlocks() const;
   int64_t KvHeadroomBlocks(const DecodingOptions& options) const;
-  // Raw logits [rows, target_vocab] of the last Step (diagnostics and parity tests).
-  const Tensor& last_logits() const {
-    if (logits_.device() == Device::kCpu) return logits_;
-    if (!host_logits_valid_) {  // GPU: copied on demand, steps only copy their candidates
-      const ops::StreamScope scope(stream_);
-      HostCopy(logits_, &host_logits_);
-      host_logits_valid_ = true;
-    }
-    return host_logits_;
-  }
+  // A host copy of the raw logits [rows, target_vocab] of the last Step, its own storage
+  // (diagnostics and parity tests; a step copies only its candidates off the GPU); empty
+  // before the first step. Step thread.
+  Tensor CopyLastLogits() const;
   Device device() const { return device_; }
   // OK, or UNAVAILABLE with the reason once the device is lost for good (a CUDA "sticky" error:
   // every later call would fail the same way until the process restarts). From then on
@@ -135,22 +135,14 @@ class Translator {
   Workspace workspace_;
   Tensor hidden_;
   Tensor logits_;
-  Tensor alignment_;  // head-averaged last-layer cross-attention of the step, when asked
-  // Host copies of logits_ (on demand) / alignment_ when the model runs on a GPU.
-  mutable Tensor host_logits_;
-  mutable bool host_logits_valid_ = false;
-  Tensor host_alignment_;
-  std::vector<int32_t> device_tokens_;  // candidates computed on the GPU
-  std::vector<float> device_log_probs_;
-  // The candidates of every row of the step into row_candidates_.
-  void CandidatesOnCpu();
-  void CandidatesOnDevice();
+  Tensor alignment_;       // head-averaged last-layer cross-attention of the step, when asked
+  Tensor host_alignment_;  // alignment_'s copy when the model runs on a GPU
   // `t` itself on the CPU, else its copy in *host.
   static const Tensor& HostCopy(const Tensor& t, Tensor* host);
   Tensor encoder_out_;
   std::vector<DecoderRow> rows_;
-  std::vector<SentenceSearch::Candidates> row_requests_;  // per row of the step
-  std::vector<std::vector<TokenScore>> row_candidates_;   // per row of the step
+  std::vector<ops::CandidateRule> row_rules_;            // per row of the step
+  std::vector<std::vector<TokenScore>> row_candidates_;  // per row of the step
 };
 
 }  // namespace transerve

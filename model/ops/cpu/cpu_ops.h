@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "model/ops/ops.h"
 
@@ -30,5 +31,10 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
                     Tensor* out, Tensor* head_mean_weights);
 void CopyKvBlockPrefixes(KvBlockPool& pool, std::span<const KvBlockCopy> copies);
+// ops::TopKCandidates once its rules are checked and forced rows set aside: row r's k[r] best
+// tokens (none for 0), every token allowed but pad and, where ban_eos[r], eos. `candidates`
+// holds one vector per row.
+void TopK(const Tensor& logits, std::span<const int32_t> k, std::span<const uint8_t> ban_eos,
+          int32_t pad, int32_t eos, std::vector<std::vector<TokenScore>>* candidates);
 
 }  // namespace transerve::ops::cpu

@@ -108,8 +108,9 @@ typedef struct TranserveCudaApi {
                      const void* w16, int64_t n, int activation, float* y);
   // For each logits row r ([rows, vocab], device): the k[r] allowed tokens with the highest
   // logits, best first (ties: lower id first), with their log-probabilities under the softmax
-  // over allowed tokens. Allowed: every token but `pad`, and but `eos` where ban_eos[r].
-  // k, ban_eos (host, `rows` entries) in; tokens and log_probs (host, rows * max_k) out.
+  // over allowed tokens. Allowed: every token but `pad`, and but `eos` where ban_eos[r]. A row
+  // with k[r] = 0 gets none. k (each at most max_k), ban_eos (host, `rows` entries) in; tokens
+  // and log_probs (host, rows * max_k) out.
   int (*top_k_f32)(TranserveCudaStream* stream, const float* logits, int32_t rows, int32_t vocab,
                    const int32_t* k, const uint8_t* ban_eos, int32_t pad, int32_t eos,
                    int32_t max_k, int32_t* tokens, float* log_probs);

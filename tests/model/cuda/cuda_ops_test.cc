@@ -5,7 +5,6 @@
 #include <cmath>
 #include <random>
 
-#include "model/decoding/logits_processing.h"
 #include "model/ops/cuda_plugin.h"
 #include "model/ops/kv_cache.h"
 #include "model/ops/ops.h"
@@ -212,34 +211,34 @@ TEST_F(CudaOpsTest, EmbedTokensMatchesTheCpu) {
   ExpectClose(gpu, cpu, 1e-6f);
 }
 
-TEST_F(CudaOpsTest, TopKOnTheDeviceMatchesTheCpuCandidates) {
+TEST_F(CudaOpsTest, TopKCandidatesOnTheDeviceMatchTheCpu) {
   std::mt19937 rng(40);
-  const int rows = 7, vocab = 5003, max_k = 24;
+  const int rows = 8, vocab = 5003;
   Tensor logits = RandomTensor({rows, vocab}, rng, 4.0f);
   // Ties go to the lower id: across the kernel's threads (7, 9) and within one (7 + 256).
   logits.f32()[1 * vocab + 7] = logits.f32()[1 * vocab + 9] = 50.0f;
   logits.f32()[1 * vocab + 7 + 256] = 50.0f;
-  const SpecialTokens special{/*pad=*/vocab - 1, /*eos=*/0, /*decoder_start=*/vocab - 1};
-  logits.f32()[2 * vocab + special.pad] = 99.0f;  // pad is never a candidate
-  logits.f32()[3 * vocab + special.eos] = 99.0f;  // banned below
-  // k up to 16 is found in one pass over the row, larger k in k passes.
-  const std::vector<int32_t> k{1, 3, 8, 8, 3, 16, 24};
-  const std::vector<uint8_t> ban{0, 0, 0, 1, 1, 0, 0};
-  std::vector<int32_t> tokens;
-  std::vector<float> log_probs;
-  ops::TopKOnDevice(ops::CopyTo(logits, Device::kCuda), k, ban, special.pad, special.eos, max_k,
-                    &tokens, &log_probs);
-  std::vector<TokenScore> want;
+  const int32_t pad = vocab - 1, eos = 0;
+  logits.f32()[2 * vocab + pad] = 99.0f;  // pad is never a candidate
+  logits.f32()[3 * vocab + eos] = 99.0f;  // banned below
+  // k up to 16 is found in one pass over the row, larger k in k passes; the last row is forced.
+  const std::vector<ops::CandidateRule> rules{
+      {1, false, false}, {3, false, false},  {8, false, false},  {8, true, false},
+      {3, true, false},  {16, false, false}, {24, false, false}, {5, false, true}};
+  std::vector<std::vector<TokenScore>> gpu, cpu;
+  ops::TopKCandidates(ops::CopyTo(logits, Device::kCuda), rules, pad, eos, &gpu);
+  ops::TopKCandidates(logits, rules, pad, eos, &cpu);
+  ASSERT_EQ(gpu.size(), cpu.size());
   for (int r = 0; r < rows; ++r) {
-    StepRule rule;
-    rule.ban_eos = ban[r] != 0;
-    TopTokens(std::span<const float>(logits.f32() + r * vocab, vocab), special, rule, k[r], &want);
-    ASSERT_EQ(static_cast<int>(want.size()), k[r]);
-    for (int i = 0; i < k[r]; ++i) {
-      EXPECT_EQ(tokens[r * max_k + i], want[i].token) << "row " << r << " rank " << i;
-      EXPECT_NEAR(log_probs[r * max_k + i], want[i].log_prob, 1e-4f) << "row " << r;
+    ASSERT_EQ(gpu[r].size(), cpu[r].size()) << "row " << r;
+    for (size_t i = 0; i < cpu[r].size(); ++i) {
+      EXPECT_EQ(gpu[r][i].token, cpu[r][i].token) << "row " << r << " rank " << i;
+      EXPECT_NEAR(gpu[r][i].log_prob, cpu[r][i].log_prob, 1e-4f) << "row " << r;
     }
   }
+  ASSERT_EQ(gpu[7].size(), 1u);
+  EXPECT_EQ(gpu[7][0].token, eos);
+  EXPECT_EQ(gpu[7][0].log_prob, 0.0f);
 }
 
 TEST(CudaOps, WithoutABackendADeviceTensorIsAClearError) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "model/ops/ops.h"
 #include "model/translator/translator.h"
 #include "tests/model/translator/fixtures.h"
 
@@ -39,6 +40,29 @@ TEST(CudaPlugin, AutoTakesTheGpuWhenUsableElseCudaIsRefusedWithTheReason) {
   ASSERT_FALSE(cuda.ok());
   EXPECT_EQ(cuda.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(cuda.status().message().find(probe.detail), std::string::npos) << cuda.status();
+}
+
+TEST(CudaPlugin, AutoResolvesToTheGpuOnlyWhenItPassesTheSelfTest) {
+  auto automatic = ops::ResolveDevice("auto");
+  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  std::string message;
+  const bool usable = CudaApi() != nullptr && CudaSelfTest(&message);
+  EXPECT_EQ(*automatic, usable ? Device::kCuda : Device::kCpu) << message;
+  auto cpu = ops::ResolveDevice("cpu");
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ(*cpu, Device::kCpu);
+}
+
+TEST(CudaPlugin, AnUnknownDeviceNameIsInvalidArgument) {
+  auto device = ops::ResolveDevice("tpu");
+  ASSERT_FALSE(device.ok());
+  EXPECT_EQ(device.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(device.status().message().find("'tpu'"), std::string::npos) << device.status();
+}
+
+TEST(CudaPlugin, DeviceDescriptionsNameTheBackend) {
+  EXPECT_EQ(ops::DeviceDescription(Device::kCpu), ops::BlasDescription());
+  EXPECT_EQ(ops::DeviceDescription(Device::kCuda), ProbeCuda().detail);
 }
 
 TEST(CudaPlugin, Float16OnTheCpuIsAClearError) {

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -171,6 +173,58 @@ TEST(TranslatorCreate, KvBudgetIsWholeBlocksAndAtLeastOne) {
     EXPECT_EQ((*t)->KvCapacityBlocks(), blocks) << bytes << " bytes";
     EXPECT_EQ((*t)->kv_pool().max_blocks(), blocks) << bytes << " bytes";
   }
+}
+
+// The server tokenizes on its gRPC threads while the scheduler steps: the text methods read
+// only what Create fixed, so several threads at once, during steps, get what one thread gets.
+TEST_F(TranslatorTest, TextMethodsAnswerTheSameFromManyThreadsWhileSearchesStep) {
+  std::vector<std::string> texts;
+  std::vector<std::vector<int32_t>> want_ids;
+  std::vector<std::string> want_texts;
+  for (size_t i = 0; i < 9; ++i) {
+    texts.push_back(expected_["cases"][i]["text"]);
+    auto ids = translator_->Tokenize(texts.back(), /*truncate=*/false);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    want_ids.push_back(*ids);
+    want_texts.push_back(translator_->Detokenize(*ids));
+  }
+  const DecodingOptions defaults = translator_->DefaultOptions();
+  DecodingOptions o;
+  o.beam_size = 2;
+  o.max_length = 16;
+  const auto alone = translator_->TranslateIds(want_ids, o);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+
+  constexpr int kReaders = 3, kRounds = 20;
+  std::atomic<int> mismatches{0}, readers_done{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < kReaders; ++r) {
+    readers.emplace_back([&] {
+      for (int round = 0; round < kRounds; ++round) {
+        for (size_t i = 0; i < texts.size(); ++i) {
+          auto ids = translator_->Tokenize(texts[i], /*truncate=*/false);
+          if (!ids.ok() || *ids != want_ids[i]) ++mismatches;
+          if (translator_->Detokenize(want_ids[i]) != want_texts[i]) ++mismatches;
+          if (translator_->IsEmptySource(want_ids[i]) != (want_ids[i].size() == 1)) ++mismatches;
+        }
+        if (!translator_->ValidateOptions(defaults).ok()) ++mismatches;
+        if (translator_->DefaultOptions().max_length != defaults.max_length) ++mismatches;
+      }
+      ++readers_done;
+    });
+  }
+  // Steps for as long as the readers read, at least once.
+  bool same = true;
+  do {
+    auto during = translator_->TranslateIds(want_ids, o);
+    ASSERT_TRUE(during.ok()) << during.status();
+    for (size_t i = 0; i < want_ids.size(); ++i) {
+      same = same && (*during)[i].hypotheses[0].ids == (*alone)[i].hypotheses[0].ids;
+    }
+  } while (readers_done.load() < kReaders);
+  for (std::thread& reader : readers) reader.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_TRUE(same) << "translations changed while other threads tokenized";
 }
 
 TEST(TranslatorCreate, UnknownDeviceAndMissingModelAreClearErrors) {
