@@ -20,33 +20,6 @@ absl::Status NoTokenizerError() {
   return absl::FailedPreconditionError("this translator was loaded without its tokenizer");
 }
 
-<<<<<<< HEAD
-// auto takes the GPU when the CUDA plugin finds a device and its self-test kernel computes the
-// right result (docs/cuda.md), and says why when it does not.
-absl::StatusOr<Device> ResolveDevice(const std::string& name) {
-  if (name == "cpu") return Device::kCpu;
-  if (name == "auto" || name == "cuda") {
-    const CudaProbe& probe = ProbeCuda();
-    std::string why = probe.detail;
-    if (probe.devices > 0 && CudaApi() != nullptr) {
-      std::string self_test;
-      if (CudaSelfTest(&self_test)) {
-        Log().info("device {}: CUDA device {}", name, probe.detail);
-        return Device::kCuda;
-      }
-      why = absl::StrCat("CUDA device ", probe.detail, " failed the self-test: ", self_test);
-    }
-    if (name == "cuda") {
-      return absl::FailedPreconditionError(
-          absl::StrCat("--device=cuda: ", why, "; use --device=cpu or auto"));
-    }
-    Log().info("device auto: {}; using the CPU", why);
-    return Device::kCpu;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown device '", name, "' (expected auto, cpu or cuda)"));
-}
-
 // The KV pool's bound for a byte budget: whole blocks (keys and values of kKvBlockPositions
 // positions), at least one; 0 bytes means unbounded.
 int64_t KvBlocksWithin(int64_t max_bytes, int64_t d_model) {
@@ -55,8 +28,6 @@ int64_t KvBlocksWithin(int64_t max_bytes, int64_t d_model) {
   return std::max<int64_t>(1, max_bytes / block_bytes);
 }
 
-=======
->>>>>>> h-engine
 }  // namespace
 
 // Turns what the engine throws into its status: running out of memory is RESOURCE_EXHAUSTED
