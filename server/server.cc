@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "model/core/logging.h"
 #include "server/auth.h"
 #include "server/metrics.h"
@@ -114,7 +115,9 @@ struct TranserveServer::Impl {
   std::vector<std::unique_ptr<ServedModel>> models;  // filled once, before `ready`
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};
-  std::atomic<bool> drained{false};
+  absl::Mutex drain_mu;
+  bool drain_started ABSL_GUARDED_BY(drain_mu) = false;
+  absl::Status drain_result ABSL_GUARDED_BY(drain_mu);  // once the drain is over
   // Health is SERVING once the models are loaded, until a drain starts or a model's device is
   // lost: then NOT_SERVING for good, so that probes move traffic away or restart the process.
   absl::Mutex health_mu;
@@ -743,21 +746,37 @@ absl::Status TranserveServer::LoadModels() {
   return absl::OkStatus();
 }
 
-void TranserveServer::Drain(absl::Duration timeout) {
+absl::Status TranserveServer::Drain(absl::Duration timeout) {
   Impl& impl = *impl_;
-  if (impl.drained.exchange(true)) return;
+  {
+    absl::MutexLock lock(&impl.drain_mu);
+    if (impl.drain_started) return impl.drain_result;
+    impl.drain_started = true;
+  }
+  // The time beyond `timeout` (kDrainGrace in all): a decoder step's grace to return once the
+  // schedulers stop, then gRPC's shutdown (it cancels what is left), then its Wait.
+  constexpr absl::Duration kStepGrace = absl::Seconds(2);
+  constexpr absl::Duration kGrpcShutdownAfter = absl::Milliseconds(2500);
+  constexpr absl::Duration kGrpcWaitAfter = absl::Milliseconds(3500);
+  static_assert(kGrpcWaitAfter < kDrainGrace);
   const absl::Time deadline = absl::Now() + timeout;
   impl.draining.store(true);
+  absl::Status result;
   // Health first (watchers and probes learn it), then gRPC's own shutdown at once: it closes the
   // listener and sends GOAWAY, so a load balancer's next call fails to connect or is refused
   // before it reaches us — an error it can retry on another replica — instead of being accepted
   // and answered UNAVAILABLE. Calls already running are left to finish; its deadline comes after
-  // ours so that every remaining call is answered by the schedulers below, not cancelled.
-  std::thread shutdown;
+  // the schedulers' (and their step grace) so that every remaining call is answered by them,
+  // not cancelled. Its Wait is bounded too: a call that never finishes must not hold the exit.
+  std::thread grpc_stop;
+  auto grpc_stopped = std::make_shared<absl::Notification>();
   if (impl.server) {
     impl.UpdateHealth();
-    shutdown = std::thread([&impl, deadline] {
-      impl.server->Shutdown(absl::ToChronoTime(deadline + absl::Seconds(1)));
+    grpc::Server* server = impl.server.get();
+    grpc_stop = std::thread([server, grpc_stopped, deadline] {
+      server->Shutdown(absl::ToChronoTime(deadline + kGrpcShutdownAfter));
+      server->Wait();
+      grpc_stopped->Notify();
     });
   }
   {
@@ -765,22 +784,51 @@ void TranserveServer::Drain(absl::Duration timeout) {
     auto idle = [&impl]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl.mu) { return impl.in_flight == 0; };
     impl.mu.AwaitWithDeadline(absl::Condition(&idle), deadline);
   }
-  // What is still running gets the rest of the time, then UNAVAILABLE; every RPC then finishes.
+  // What is still running gets the rest of the time, then UNAVAILABLE. The models stop side by
+  // side, so that stuck ones cost one step grace, not one each.
   if (impl.ready.load()) {
-    for (auto& m : impl.models) {
-      m->scheduler->Shutdown(std::max(absl::ZeroDuration(), deadline - absl::Now()));
+    const absl::Duration left = std::max(absl::ZeroDuration(), deadline - absl::Now());
+    std::vector<absl::Status> stopped(impl.models.size());
+    std::vector<std::thread> stoppers;
+    for (size_t i = 0; i < impl.models.size(); ++i) {
+      stoppers.emplace_back([&impl, &stopped, i, left] {
+        stopped[i] = impl.models[i]->scheduler->Shutdown(left, kStepGrace);
+      });
+    }
+    for (std::thread& t : stoppers) t.join();
+    for (size_t i = 0; i < impl.models.size(); ++i) {
+      if (stopped[i].ok()) continue;
+      Log().error("model '{}': the drain found its decoder stuck: {}", impl.models[i]->name,
+                  std::string(stopped[i].message()));
+      if (result.ok()) {
+        result = absl::DeadlineExceededError(
+            absl::StrCat("model '", impl.models[i]->name, "': ", stopped[i].message()));
+      }
     }
   }
-  if (shutdown.joinable()) {
-    shutdown.join();
-    impl.server->Wait();
+  if (grpc_stop.joinable()) {
+    if (grpc_stopped->WaitForNotificationWithDeadline(deadline + kGrpcWaitAfter)) {
+      grpc_stop.join();
+    } else {
+      Log().error("gRPC calls still running {} after the drain deadline: giving up on them",
+                  absl::FormatDuration(absl::Now() - deadline));
+      grpc_stop.detach();  // it uses the server, which is then leaked with the rest
+      if (result.ok()) result = absl::DeadlineExceededError("gRPC's shutdown did not finish");
+    }
   }
   impl.stop_stats.store(true);
   if (impl.stats_thread.joinable()) impl.stats_thread.join();
+  absl::MutexLock lock(&impl.drain_mu);
+  impl.drain_result = result;
+  return result;
 }
 
 TranserveServer::~TranserveServer() {
-  Drain(absl::ZeroDuration());
+  if (!Drain(absl::ZeroDuration()).ok()) {
+    // A stuck decoder or gRPC thread still uses the models and the server: destroying them
+    // would pull them from under it. The process is about to end anyway.
+    static_cast<void>(impl_.release());
+  }
   // Schedulers go before their translators (ServedModel member order does this per model).
 }
 

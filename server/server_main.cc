@@ -3,8 +3,10 @@
 // TRANSERVE_<FLAG NAME IN CAPITALS>; the command line wins over the environment.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -17,9 +19,12 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "model/core/logging.h"
 #include "model/ops/blas_kernel.h"
 #include "server/auth.h"
@@ -88,6 +93,42 @@ void ApplyEnvironment() {
       std::exit(2);
     }
   }
+}
+
+// Ends the process at once with `code`, the log flushed: for when a stuck thread still uses
+// what destructors (of the server, of statics) would destroy.
+[[noreturn]] void ExitNow(int code) {
+  Log().flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+// The test hook of docs/server.md: TRANSERVE_TEST_BLOCK_STEP=N makes the N-th decoder step of
+// every model block forever, as a hung device would; N:DURATION (e.g. 3:2s) blocks it that long.
+// Read here, never by the engine.
+bool StepHookFromEnvironment(SchedulerOptions* options) {
+  const char* value = std::getenv("TRANSERVE_TEST_BLOCK_STEP");
+  if (value == nullptr || *value == '\0') return true;
+  const std::vector<std::string> parts = absl::StrSplit(value, absl::MaxSplits(':', 1));
+  int64_t step = 0;
+  absl::Duration pause = absl::InfiniteDuration();
+  if (!absl::SimpleAtoi(parts[0], &step) || step < 1 ||
+      (parts.size() == 2 &&
+       (!absl::ParseDuration(parts[1], &pause) || pause < absl::ZeroDuration()))) {
+    std::cerr << "transerve-server: TRANSERVE_TEST_BLOCK_STEP=" << value
+              << ": want N or N:DURATION (N >= 1)\n";
+    return false;
+  }
+  Log().warn("test hook: decoder step {} of every model blocks for {}", step,
+             absl::FormatDuration(pause));
+  options->before_step_for_test = [step, pause](int64_t number) {
+    if (number != step) return;
+    if (pause == absl::InfiniteDuration()) {
+      for (;;) absl::SleepFor(absl::Hours(1));
+    }
+    absl::SleepFor(pause);
+  };
+  return true;
 }
 
 // --model_dir may be repeated: joins every occurrence into one comma list (absl keeps the last).
@@ -175,6 +216,7 @@ int Run() {
   if (const std::string token = absl::GetFlag(FLAGS_auth_token); !token.empty()) {
     config.auth_tokens.push_back(token);
   }
+  if (!StepHookFromEnvironment(&config.scheduler)) return 2;
   if (config.scheduler.max_batch_sequences < 1 || config.scheduler.max_batch_tokens < 1 ||
       config.scheduler.max_queue < 1 || config.scheduler.admission_group < 1 ||
       config.scheduler.max_admission_wait_steps < 0 || config.limits.max_texts < 1 ||
@@ -210,32 +252,49 @@ int Run() {
   // (OpenBLAS's) that does not block SIGTERM, and end the process with it instead of exit
   // status 1.
   const pthread_t main_thread = pthread_self();
+  absl::Notification loaded;  // LoadModels returned, well or not
   std::thread loader([&] {
     if (auto s = (*server)->LoadModels(); !s.ok()) {
       Log().error("cannot load models: {}", s.ToString());
       load_failed.store(true);
+      loaded.Notify();
       pthread_kill(main_thread, SIGTERM);
       return;
     }
     Log().info("serving: {}", (*server)->Summary());
+    loaded.Notify();
   });
   int sig = 0;
   sigwait(&signals, &sig);
+  const absl::Time signalled = absl::Now();
+  const absl::Duration drain = absl::GetFlag(FLAGS_drain_timeout);
+  // Loading (or its warm-up) may hang like any engine call: it gets the drain's time, no more.
+  if (!loaded.WaitForNotificationWithTimeout(drain)) {
+    Log().error("signal {} while loading the models, still loading after {}: exiting 1",
+                sig == SIGTERM ? "SIGTERM" : "SIGINT", absl::FormatDuration(drain));
+    ExitNow(1);
+  }
   loader.join();
   if (load_failed.load()) {
-    (*server)->Drain(absl::ZeroDuration());
+    if (!(*server)->Drain(absl::ZeroDuration()).ok()) ExitNow(1);
     return 1;
   }
-  const absl::Duration drain = absl::GetFlag(FLAGS_drain_timeout);
+  const absl::Duration left = std::max(absl::ZeroDuration(), drain - (absl::Now() - signalled));
+  // The flag's value, unless loading took some of it.
+  const std::string shown = absl::FormatDuration(absl::Ceil(left, absl::Milliseconds(100)));
   if (device_lost.load()) {
-    Log().error("the GPU is lost: draining (up to {}), then exiting 1 to be restarted",
-                absl::FormatDuration(drain));
+    Log().error("the GPU is lost: draining (up to {}), then exiting 1 to be restarted", shown);
   } else {
-    Log().info("signal {}: draining (up to {})", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-               absl::FormatDuration(drain));
+    Log().info("signal {}: draining (up to {})", sig == SIGTERM ? "SIGTERM" : "SIGINT", shown);
   }
-  (*server)->Drain(drain);
+  const absl::Status drained = (*server)->Drain(left);
   Log().info("stopped: {}", (*server)->AnsweredSummary());
+  if (!drained.ok()) {
+    // A stuck thread still uses the server's models: no destructor may run under it.
+    Log().error("the drain did not end cleanly ({}): exiting 1 without cleaning up",
+                std::string(drained.message()));
+    ExitNow(1);
+  }
   return device_lost.load() ? 1 : 0;
 }
 
