@@ -26,7 +26,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "model/core/logging.h"
-#include "model/ops/blas_kernel.h"
+#include "model/translator/engine_process.h"
 #include "server/auth.h"
 #include "server/server.h"
 
@@ -302,7 +302,7 @@ int Run() {
 }  // namespace transerve
 
 int main(int argc, char** argv) {
-  transerve::EnsureFastBlasKernel(argv);
+  transerve::PrepareEngineProcess(argv);
   absl::SetProgramUsageMessage(
       "Serves Marian translation models over gRPC.\n"
       "  transerve-server --model_dir=DIR[,DIR...] [--port=50051] [--metrics_port=9464]\n"
