@@ -58,7 +58,8 @@ ABSL_FLAG(int, max_source_tokens, 512, "Most source tokens per text (EOS include
 ABSL_FLAG(int, max_beam_size, 8, "Largest beam_size a request may ask for");
 ABSL_FLAG(int, max_length, 512, "Largest max_length a request may ask for");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
-          "On SIGTERM/SIGINT, time given to in-flight requests before they are cut off");
+          "On SIGTERM/SIGINT, time given to in-flight requests before they are cut off (the "
+          "process exits within it + 5 s, with status 1 if a decoder step is stuck)");
 ABSL_FLAG(int, num_threads, 0, "Compute threads; 0 = every core");
 ABSL_FLAG(int, max_message_mb, 16, "Largest gRPC message, in MiB");
 ABSL_FLAG(int, keepalive_time_ms, 60000, "gRPC keepalive ping interval");
