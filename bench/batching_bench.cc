@@ -200,7 +200,9 @@ nlohmann::json RunMode(Translator* t, BatchingMode mode, const std::vector<Work>
   }
   for (auto& c : clients) c.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  scheduler.Shutdown(absl::Seconds(1));
+  if (const absl::Status stopped = scheduler.Shutdown(absl::Seconds(1)); !stopped.ok()) {
+    std::fprintf(stderr, "batching_bench: %s\n", std::string(stopped.message()).c_str());
+  }
   std::vector<double> all;
   for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
   steps.MergeInto(all_steps);

@@ -10,7 +10,7 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "model/core/logging.h"
-#include "model/ops/blas_kernel.h"
+#include "model/translator/engine_process.h"
 #include "model/translator/translator.h"
 
 ABSL_FLAG(std::string, model_dir, "", "Marian checkpoint directory (Hugging Face layout)");
@@ -136,7 +136,7 @@ int Run() {
 }  // namespace transerve
 
 int main(int argc, char** argv) {
-  transerve::EnsureFastBlasKernel(argv);
+  transerve::PrepareEngineProcess(argv);
   absl::SetProgramUsageMessage(
       "Translates stdin to stdout, one sentence per line.\n"
       "  transerve-translate --model_dir=DIR [--beam_size=N] [--max_length=N] [--batch_size=N]\n"

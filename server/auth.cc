@@ -1,10 +1,11 @@
 #include "server/auth.h"
 
 #include <algorithm>
-#include <fstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "model/core/read_file.h"
 
 namespace transerve {
 namespace {
@@ -37,11 +38,12 @@ bool BearerTokenAccepted(std::string_view authorization, const std::vector<std::
 }
 
 absl::StatusOr<std::vector<std::string>> ReadTokensFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read the tokens file ", path));
+  auto contents = ReadWholeFile(path, "the tokens file");
+  if (!contents.ok()) return contents.status();
   std::vector<std::string> tokens;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
+  int number = 0;
+  for (const absl::string_view line : absl::StrSplit(*contents, '\n')) {
+    ++number;
     const absl::string_view token = absl::StripAsciiWhitespace(line);
     if (token.empty() || token.front() == '#') continue;
     if (std::any_of(token.begin(), token.end(),

@@ -17,7 +17,7 @@ bool BearerTokenAccepted(std::string_view authorization, const std::vector<std::
 
 // The tokens of a file: one per line; blank lines and lines starting with '#' are skipped,
 // surrounding spaces trimmed. INVALID_ARGUMENT when it holds none or a token has inner spaces;
-// NOT_FOUND when it cannot be read.
+// ReadWholeFile's error when it cannot be read (NOT_FOUND when it does not exist).
 absl::StatusOr<std::vector<std::string>> ReadTokensFile(const std::string& path);
 
 }  // namespace transerve

@@ -1,7 +1,9 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -50,13 +52,58 @@ double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
 }  // namespace
 
+// A job's callbacks behind one lock, shared by the loop and by Shutdown when it answers for a
+// stuck loop: on_done runs at most once, and after it progress is dropped and cancelled() is
+// true, so a caller that has its answer (whose RPC may be gone) is never called again.
+class Scheduler::JobGuard {
+ public:
+  explicit JobGuard(SentenceJob& job)
+      : on_done_(std::move(job.on_done)),
+        on_progress_(std::move(job.on_progress)),
+        cancelled_(std::move(job.cancelled)) {}
+
+  // False if the job was answered already.
+  bool Answer(absl::StatusOr<SearchResult> result) {
+    absl::MutexLock lock(&mu_);
+    if (answered_) return false;
+    answered_ = true;
+    on_progress_ = nullptr;
+    cancelled_ = nullptr;
+    auto on_done = std::move(on_done_);
+    on_done_ = nullptr;
+    on_done(std::move(result));
+    return true;
+  }
+  void Progress(const std::vector<int32_t>& ids) {
+    absl::MutexLock lock(&mu_);
+    if (!answered_ && on_progress_) on_progress_(ids);
+  }
+  bool Cancelled() {
+    absl::MutexLock lock(&mu_);
+    return answered_ || (cancelled_ && cancelled_());
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool answered_ ABSL_GUARDED_BY(mu_) = false;
+  std::function<void(absl::StatusOr<SearchResult>)> on_done_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const std::vector<int32_t>&)> on_progress_ ABSL_GUARDED_BY(mu_);
+  std::function<bool()> cancelled_ ABSL_GUARDED_BY(mu_);
+};
+
 Scheduler::Scheduler(Translator* translator, SchedulerOptions options)
     : translator_(translator), options_(options) {
   // Started last: every member the loop touches exists by now.
   thread_ = std::thread([this] { Loop(); });
 }
 
-Scheduler::~Scheduler() { Shutdown(absl::ZeroDuration()); }
+Scheduler::~Scheduler() {
+  if (const absl::Status s = Shutdown(absl::ZeroDuration()); !s.ok()) {
+    // The loop thread still uses this object: destroying it would be a use after free.
+    Log().critical("scheduler destroyed while its loop is stuck: {}", std::string(s.message()));
+    std::abort();
+  }
+}
 
 void Scheduler::SetObserver(Observer* observer) { observer_.store(observer); }
 
@@ -75,6 +122,18 @@ absl::Status Scheduler::Submit(std::vector<SentenceJob> jobs) {
                                                      jobs.size(), " more asked)"));
   }
   for (SentenceJob& job : jobs) {
+    // The loop sees only guarded callbacks, so that Shutdown can answer for a stuck loop.
+    const bool has_progress = static_cast<bool>(job.on_progress);
+    const bool has_cancelled = static_cast<bool>(job.cancelled);
+    auto guard = std::make_shared<JobGuard>(job);
+    job.on_done = [this, guard](absl::StatusOr<SearchResult> result) {
+      if (guard->Answer(std::move(result))) Forget(guard.get());
+    };
+    if (has_progress) {
+      job.on_progress = [guard](const std::vector<int32_t>& ids) { guard->Progress(ids); };
+    }
+    if (has_cancelled) job.cancelled = [guard] { return guard->Cancelled(); };
+    unanswered_.emplace(guard.get(), guard);
     auto entry = std::make_unique<Entry>();
     entry->job = std::move(job);
     entry->submitted = now;
@@ -84,16 +143,58 @@ absl::Status Scheduler::Submit(std::vector<SentenceJob> jobs) {
   return absl::OkStatus();
 }
 
-void Scheduler::Shutdown(absl::Duration timeout) {
+absl::Status Scheduler::Shutdown(absl::Duration timeout, absl::Duration step_grace) {
+  absl::Time give_up;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time deadline = absl::Now() + timeout;
     // A second call may only shorten the drain.
     if (!draining_ || deadline < drain_deadline_) drain_deadline_ = deadline;
     draining_ = true;
+    give_up = drain_deadline_ + step_grace;
   }
-  absl::MutexLock lock(&join_mu_);
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  absl::MutexLock join_lock(&join_mu_);
+  if (!abandoned_.ok()) return abandoned_;
+  if (!thread_.joinable() || thread_.get_id() == std::this_thread::get_id()) {
+    return absl::OkStatus();
+  }
+  bool ended = false;
+  std::vector<std::shared_ptr<JobGuard>> left;
+  std::string where;
+  {
+    absl::MutexLock lock(&mu_);
+    ended = mu_.AwaitWithDeadline(absl::Condition(this, &Scheduler::LoopEnded), give_up);
+    if (!ended) {
+      auto since = [](absl::Time t) {
+        return absl::FormatDuration(absl::Trunc(absl::Now() - t, absl::Milliseconds(1)));
+      };
+      where = step_started_ == absl::InfiniteFuture()
+                  ? absl::StrCat("the loop is stuck outside a decoder step (an encoder call?), ",
+                                 since(drain_deadline_), " past the drain deadline")
+                  : absl::StrCat("decoder step ", step_number_, " has been running for ",
+                                 since(step_started_));
+      for (auto& [key, guard] : unanswered_) left.push_back(std::move(guard));
+      unanswered_.clear();
+    }
+  }
+  if (ended) {
+    thread_.join();
+    return absl::OkStatus();
+  }
+  // The loop may never return: it keeps this object (and so its translator) for good.
+  thread_.detach();
+  const absl::Status answer = absl::UnavailableError(
+      "shut down before the translation finished (the decoder did not return in time)");
+  for (auto& guard : left) guard->Answer(answer);
+  abandoned_ = absl::DeadlineExceededError(
+      absl::StrCat(where, "; its thread is abandoned and its ", left.size(),
+                   " unanswered sentences were answered UNAVAILABLE"));
+  return abandoned_;
+}
+
+void Scheduler::Forget(const JobGuard* guard) {
+  absl::MutexLock lock(&mu_);
+  unanswered_.erase(guard);
 }
 
 Scheduler::Stats Scheduler::stats() const {
@@ -144,6 +245,22 @@ void Scheduler::Loop() {
     PublishStats();
   }
   PublishStats();
+  absl::MutexLock lock(&mu_);
+  loop_ended_ = true;
+}
+
+absl::Status Scheduler::RunStep() {
+  const int64_t number = steps_ + 1;
+  {
+    absl::MutexLock lock(&mu_);
+    step_started_ = absl::Now();
+    step_number_ = number;
+  }
+  if (options_.before_step_for_test) options_.before_step_for_test(number);
+  absl::Status status = translator_->Step(step_searches_);
+  absl::MutexLock lock(&mu_);
+  step_started_ = absl::InfiniteFuture();
+  return status;
 }
 
 void Scheduler::AnswerLeavers(absl::Time now) {
@@ -292,7 +409,7 @@ void Scheduler::StepOnce() {
       a.search->CollectRows(&row_scratch_);
     }
     const absl::Time start = absl::Now();
-    const absl::Status status = translator_->Step(step_searches_);
+    const absl::Status status = RunStep();
     if (status.ok()) {
       active_rows_ = static_cast<int64_t>(row_scratch_.size());
       ++steps_;

@@ -38,6 +38,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -71,6 +72,9 @@ struct SchedulerOptions {
   // sentence's wait stays bounded and a caller hears "busy" in time to retry elsewhere instead of
   // at its deadline. A preempted sentence, already admitted once, is exempt.
   absl::Duration max_queue_wait = absl::InfiniteDuration();
+  // Test hook (fault injection, never set in production): called on the loop thread before
+  // each decoder step with its number (1, 2, ...); it may sleep or block, as a hung device would.
+  std::function<void(int64_t step)> before_step_for_test = nullptr;
 };
 
 // One sentence to translate. Callbacks run on the scheduler thread and must not block.
@@ -102,9 +106,14 @@ class Scheduler {
   absl::Status Submit(std::vector<SentenceJob> jobs);
 
   // Stops admitting new work (Submit -> UNAVAILABLE), lets in-flight and queued sentences
-  // finish up to `timeout`, then answers what is left with UNAVAILABLE and joins the thread.
-  // Must not be called from a job's callback (it would wait for itself).
-  void Shutdown(absl::Duration timeout);
+  // finish up to `timeout`, then the loop answers what is left with UNAVAILABLE and ends; it
+  // gets `step_grace` more to leave the engine call it may be in. OK once the loop has ended
+  // (joined). Otherwise the loop is stuck in the engine: every job not answered yet is answered
+  // UNAVAILABLE from this thread, the loop thread is abandoned (detached), and the error says
+  // where it is stuck and for how long. A stuck loop still uses this scheduler and its
+  // translator: neither may be destroyed after that (the owner leaks both and ends the
+  // process). Must not be called from a job's callback (it would wait for itself).
+  absl::Status Shutdown(absl::Duration timeout, absl::Duration step_grace = absl::Seconds(2));
 
   struct Stats {
     int64_t queued = 0;
@@ -133,10 +142,15 @@ class Scheduler {
   void SetObserver(Observer* observer);  // before the first Submit
 
  private:
-  struct Entry;   // a job with its bookkeeping
-  struct Active;  // an admitted entry with its search
+  struct Entry;    // a job with its bookkeeping
+  struct Active;   // an admitted entry with its search
+  class JobGuard;  // a job's callbacks, answered once, shared by the loop and Shutdown
 
   void Loop();
+  // Loop thread: one Translator::Step over step_searches_, timed for a stuck-step report.
+  absl::Status RunStep();
+  void Forget(const JobGuard* guard);
+  bool LoopEnded() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return loop_ended_; }
   // Loop-thread helpers.
   bool HasIncomingOrDraining() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void AnswerLeavers(absl::Time now);
@@ -165,9 +179,16 @@ class Scheduler {
   absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   Stats stats_ ABSL_GUARDED_BY(mu_);
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  // Every accepted job not answered yet, so that Shutdown can answer them if the loop is stuck.
+  std::unordered_map<const JobGuard*, std::shared_ptr<JobGuard>> unanswered_ ABSL_GUARDED_BY(mu_);
+  // The decoder step running now (InfiniteFuture: none) and its number.
+  absl::Time step_started_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  int64_t step_number_ ABSL_GUARDED_BY(mu_) = 0;
+  bool loop_ended_ ABSL_GUARDED_BY(mu_) = false;
 
   absl::Mutex join_mu_;  // serializes concurrent Shutdown calls around the join
   std::thread thread_;
+  absl::Status abandoned_ ABSL_GUARDED_BY(join_mu_);  // why the loop thread was detached
 
   // Owned by the loop thread: queued entries (FIFO; preempted ones go back to the front) and
   // live searches in admission order.

@@ -56,8 +56,15 @@ class TranserveServer {
 
   // Health NOT_SERVING, then the listener closes and new calls are refused by gRPC (a load
   // balancer retries them elsewhere); in-flight calls finish within `timeout` (the rest are
-  // answered UNAVAILABLE), then the server stops. Idempotent.
-  void Drain(absl::Duration timeout);
+  // answered UNAVAILABLE), then the server stops. Returns within `timeout` + kDrainGrace
+  // whatever the engine does: OK for a clean stop; otherwise a model's decoder (or a gRPC call)
+  // is stuck, every call was still answered UNAVAILABLE, the error (also logged) says where,
+  // and the stuck threads still use this server: it is then leaked, not destroyed, by its
+  // destructor, and the process should exit. Idempotent (a second call returns the first's
+  // result).
+  absl::Status Drain(absl::Duration timeout);
+  // What Drain may take beyond its timeout: a decoder step's grace, then gRPC's own shutdown.
+  static constexpr absl::Duration kDrainGrace = absl::Seconds(4);
 
   int port() const;
   int metrics_port() const;  // -1 without an exposer

@@ -3,8 +3,10 @@
 // TRANSERVE_<FLAG NAME IN CAPITALS>; the command line wins over the environment.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -17,11 +19,14 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "model/core/logging.h"
-#include "model/ops/blas_kernel.h"
+#include "model/translator/engine_process.h"
 #include "server/auth.h"
 #include "server/server.h"
 
@@ -53,7 +58,8 @@ ABSL_FLAG(int, max_source_tokens, 512, "Most source tokens per text (EOS include
 ABSL_FLAG(int, max_beam_size, 8, "Largest beam_size a request may ask for");
 ABSL_FLAG(int, max_length, 512, "Largest max_length a request may ask for");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
-          "On SIGTERM/SIGINT, time given to in-flight requests before they are cut off");
+          "On SIGTERM/SIGINT, time given to in-flight requests before they are cut off (the "
+          "process exits within it + 5 s, with status 1 if a decoder step is stuck)");
 ABSL_FLAG(int, num_threads, 0, "Compute threads; 0 = every core");
 ABSL_FLAG(int, max_message_mb, 16, "Largest gRPC message, in MiB");
 ABSL_FLAG(int, keepalive_time_ms, 60000, "gRPC keepalive ping interval");
@@ -88,6 +94,42 @@ void ApplyEnvironment() {
       std::exit(2);
     }
   }
+}
+
+// Ends the process at once with `code`, the log flushed: for when a stuck thread still uses
+// what destructors (of the server, of statics) would destroy.
+[[noreturn]] void ExitNow(int code) {
+  Log().flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+// The test hook of docs/server.md: TRANSERVE_TEST_BLOCK_STEP=N makes the N-th decoder step of
+// every model block forever, as a hung device would; N:DURATION (e.g. 3:2s) blocks it that long.
+// Read here, never by the engine.
+bool StepHookFromEnvironment(SchedulerOptions* options) {
+  const char* value = std::getenv("TRANSERVE_TEST_BLOCK_STEP");
+  if (value == nullptr || *value == '\0') return true;
+  const std::vector<std::string> parts = absl::StrSplit(value, absl::MaxSplits(':', 1));
+  int64_t step = 0;
+  absl::Duration pause = absl::InfiniteDuration();
+  if (!absl::SimpleAtoi(parts[0], &step) || step < 1 ||
+      (parts.size() == 2 &&
+       (!absl::ParseDuration(parts[1], &pause) || pause < absl::ZeroDuration()))) {
+    std::cerr << "transerve-server: TRANSERVE_TEST_BLOCK_STEP=" << value
+              << ": want N or N:DURATION (N >= 1)\n";
+    return false;
+  }
+  Log().warn("test hook: decoder step {} of every model blocks for {}", step,
+             absl::FormatDuration(pause));
+  options->before_step_for_test = [step, pause](int64_t number) {
+    if (number != step) return;
+    if (pause == absl::InfiniteDuration()) {
+      for (;;) absl::SleepFor(absl::Hours(1));
+    }
+    absl::SleepFor(pause);
+  };
+  return true;
 }
 
 // --model_dir may be repeated: joins every occurrence into one comma list (absl keeps the last).
@@ -175,6 +217,7 @@ int Run() {
   if (const std::string token = absl::GetFlag(FLAGS_auth_token); !token.empty()) {
     config.auth_tokens.push_back(token);
   }
+  if (!StepHookFromEnvironment(&config.scheduler)) return 2;
   if (config.scheduler.max_batch_sequences < 1 || config.scheduler.max_batch_tokens < 1 ||
       config.scheduler.max_queue < 1 || config.scheduler.admission_group < 1 ||
       config.scheduler.max_admission_wait_steps < 0 || config.limits.max_texts < 1 ||
@@ -210,32 +253,49 @@ int Run() {
   // (OpenBLAS's) that does not block SIGTERM, and end the process with it instead of exit
   // status 1.
   const pthread_t main_thread = pthread_self();
+  absl::Notification loaded;  // LoadModels returned, well or not
   std::thread loader([&] {
     if (auto s = (*server)->LoadModels(); !s.ok()) {
       Log().error("cannot load models: {}", s.ToString());
       load_failed.store(true);
+      loaded.Notify();
       pthread_kill(main_thread, SIGTERM);
       return;
     }
     Log().info("serving: {}", (*server)->Summary());
+    loaded.Notify();
   });
   int sig = 0;
   sigwait(&signals, &sig);
+  const absl::Time signalled = absl::Now();
+  const absl::Duration drain = absl::GetFlag(FLAGS_drain_timeout);
+  // Loading (or its warm-up) may hang like any engine call: it gets the drain's time, no more.
+  if (!loaded.WaitForNotificationWithTimeout(drain)) {
+    Log().error("signal {} while loading the models, still loading after {}: exiting 1",
+                sig == SIGTERM ? "SIGTERM" : "SIGINT", absl::FormatDuration(drain));
+    ExitNow(1);
+  }
   loader.join();
   if (load_failed.load()) {
-    (*server)->Drain(absl::ZeroDuration());
+    if (!(*server)->Drain(absl::ZeroDuration()).ok()) ExitNow(1);
     return 1;
   }
-  const absl::Duration drain = absl::GetFlag(FLAGS_drain_timeout);
+  const absl::Duration left = std::max(absl::ZeroDuration(), drain - (absl::Now() - signalled));
+  // The flag's value, unless loading took some of it.
+  const std::string shown = absl::FormatDuration(absl::Ceil(left, absl::Milliseconds(100)));
   if (device_lost.load()) {
-    Log().error("the GPU is lost: draining (up to {}), then exiting 1 to be restarted",
-                absl::FormatDuration(drain));
+    Log().error("the GPU is lost: draining (up to {}), then exiting 1 to be restarted", shown);
   } else {
-    Log().info("signal {}: draining (up to {})", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-               absl::FormatDuration(drain));
+    Log().info("signal {}: draining (up to {})", sig == SIGTERM ? "SIGTERM" : "SIGINT", shown);
   }
-  (*server)->Drain(drain);
+  const absl::Status drained = (*server)->Drain(left);
   Log().info("stopped: {}", (*server)->AnsweredSummary());
+  if (!drained.ok()) {
+    // A stuck thread still uses the server's models: no destructor may run under it.
+    Log().error("the drain did not end cleanly ({}): exiting 1 without cleaning up",
+                std::string(drained.message()));
+    ExitNow(1);
+  }
   return device_lost.load() ? 1 : 0;
 }
 
@@ -243,7 +303,7 @@ int Run() {
 }  // namespace transerve
 
 int main(int argc, char** argv) {
-  transerve::EnsureFastBlasKernel(argv);
+  transerve::PrepareEngineProcess(argv);
   absl::SetProgramUsageMessage(
       "Serves Marian translation models over gRPC.\n"
       "  transerve-server --model_dir=DIR[,DIR...] [--port=50051] [--metrics_port=9464]\n"

@@ -1,6 +1,7 @@
 // The scheduler against the tiny fixture model: same outputs as the Translator alone in both
 // batching modes, one answer per job whatever happens (deadline, cancellation, full queue,
-// shutdown, a tiny KV cache), and continuous batching letting a short job overtake a long one.
+// shutdown, a decoder step that never returns, a tiny KV cache), and continuous batching letting a
+// short job overtake a long one.
 #include "server/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
 #include "tests/model/translator/fixtures.h"
 
@@ -210,7 +212,7 @@ TEST_P(SchedulerParityTest, OutputsEqualTranslateIdsAlone) {
                      "sentence " + std::to_string(i));
     EXPECT_EQ(outcomes.answers(i), 1);
   }
-  scheduler.Shutdown(absl::Seconds(5));
+  EXPECT_TRUE(scheduler.Shutdown(absl::Seconds(5)).ok());
   const Scheduler::Stats stats = scheduler.stats();
   EXPECT_GT(stats.steps, 0);
   EXPECT_GE(stats.batches_admitted, static_cast<int64_t>(n / 16));
@@ -336,7 +338,7 @@ TEST_F(SchedulerTest, ContinuousModeAdmitsInGroupsOrAfterTheWait) {
   jobs.push_back(std::move(long_job));
   ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
   ASSERT_TRUE(outcomes.WaitForAnswers(5));
-  scheduler.Shutdown(absl::Seconds(5));
+  EXPECT_TRUE(scheduler.Shutdown(absl::Seconds(5)).ok());
   const std::vector<std::pair<int, int>> expected{{1, 0}, {1, 6}, {3, 10}};
   EXPECT_EQ(batches.seen, expected);
   ExpectSameResult(outcomes.result(0), (*greedy_)[0], "long");
@@ -468,7 +470,7 @@ TEST_F(SchedulerTest, SentencesQueuedPastTheBudgetAreResourceExhausted) {
   ExpectSameResult(outcomes.result(0), (*greedy_)[0], "the sentence decoding meanwhile");
   // Within the budget, the same sentences are served (by a scheduler of their own: one
   // translator serves one scheduler at a time, as ThreadSanitizer pointed out).
-  scheduler.Shutdown(absl::ZeroDuration());
+  EXPECT_TRUE(scheduler.Shutdown(absl::ZeroDuration()).ok());
   Outcomes served(2);
   jobs.clear();
   for (size_t i = 0; i < 2; ++i)
@@ -502,7 +504,7 @@ TEST_F(SchedulerTest, FullQueueIsResourceExhaustedAndQueuesNothing) {
   parked.release.Notify();
 
   ASSERT_TRUE(outcomes.WaitForAnswers(3));
-  scheduler.Shutdown(absl::Seconds(5));
+  EXPECT_TRUE(scheduler.Shutdown(absl::Seconds(5)).ok());
   for (size_t i : {0, 1, 2}) {
     ExpectSameResult(outcomes.result(i), (*greedy_)[i], "sentence " + std::to_string(i));
     EXPECT_EQ(outcomes.answers(i), 1);
@@ -522,7 +524,7 @@ TEST_F(SchedulerTest, ShutdownAnswersLeftoversUnavailableAndRefusesNewWork) {
   for (size_t i = 1; i < 4; ++i) jobs.push_back(outcomes.Job(i, (*sources_)[i], Beam(32)));
   ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
 
-  std::thread stopper([&] { scheduler.Shutdown(absl::ZeroDuration()); });
+  std::thread stopper([&] { EXPECT_TRUE(scheduler.Shutdown(absl::ZeroDuration()).ok()); });
   // Once draining, Submit refuses (job 4 must never be answered).
   absl::Status refused;
   int accepted = 0;  // submissions that got in before the drain started
@@ -564,7 +566,7 @@ TEST_F(SchedulerTest, ShutdownLetsQueuedWorkFinishWithinTheTimeout) {
     jobs.push_back(outcomes.Job(i, (*sources_)[i], Greedy(max_length_)));
   }
   ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
-  std::thread stopper([&] { scheduler.Shutdown(absl::InfiniteDuration()); });
+  std::thread stopper([&] { EXPECT_TRUE(scheduler.Shutdown(absl::InfiniteDuration()).ok()); });
   absl::SleepFor(absl::Milliseconds(20));
   parked.release.Notify();
   stopper.join();
@@ -604,7 +606,7 @@ TEST_F(SchedulerTinyKvTest, EveryJobGetsItsResult) {
       ExpectSameResult(outcomes.result(i), (*beam_)[i], "sentence " + std::to_string(i));
       EXPECT_EQ(outcomes.answers(i), 1);
     }
-    scheduler.Shutdown(absl::Seconds(5));
+    EXPECT_TRUE(scheduler.Shutdown(absl::Seconds(5)).ok());
     // Admission kept to what fits: 3 sentences of 4 beams x 3 layers of headroom in 40 blocks.
     EXPECT_LE(observer.max_rows, 12);
     // Headroom covers the next block's worth of steps only: growing sentences still fill it.
@@ -671,7 +673,7 @@ TEST_F(SchedulerTest, ObserverSeesEveryBatchStepAndJob) {
   }
   ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
   ASSERT_TRUE(outcomes.WaitForAnswers(n));
-  scheduler.Shutdown(absl::Seconds(5));
+  EXPECT_TRUE(scheduler.Shutdown(absl::Seconds(5)).ok());
   const Scheduler::Stats stats = scheduler.stats();
   EXPECT_EQ(observer.sequences_admitted, static_cast<int>(n));
   EXPECT_EQ(observer.waits, static_cast<int>(n));
@@ -679,6 +681,95 @@ TEST_F(SchedulerTest, ObserverSeesEveryBatchStepAndJob) {
   EXPECT_EQ(observer.batches, stats.batches_admitted);
   EXPECT_EQ(observer.steps, stats.steps);
   EXPECT_GE(observer.batches, 3);  // at most 4 live sentences at a time
+}
+
+// A decoder step that does not return (a hung device, through the test hook): Shutdown gives
+// up after the grace, answers every job it still holds UNAVAILABLE, once, and says where the
+// loop is stuck. The stuck loop keeps using the scheduler, its translator and the jobs'
+// callbacks for good, so all of them are leaked (reachable from statics).
+TEST_F(SchedulerTest, ShutdownWithAStuckStepAnswersEveryJobUnavailableOnce) {
+  for (size_t i : {0, 1}) ASSERT_GT((*greedy_)[i].hypotheses[0].ids.size(), 2u) << i;
+  auto made = NewTranslator(0);
+  ASSERT_TRUE(made.ok()) << made.status();
+  static Translator* const translator = made->release();
+  static absl::Notification* const reached = new absl::Notification;
+  SchedulerOptions options;
+  options.before_step_for_test = [](int64_t step) {
+    if (step != 2) return;
+    reached->Notify();
+    for (;;) absl::SleepFor(absl::Hours(1));
+  };
+  static Scheduler* const scheduler = new Scheduler(translator, options);
+  static Outcomes* const outcomes = new Outcomes(3);
+  std::vector<SentenceJob> jobs;
+  jobs.push_back(outcomes->Job(0, (*sources_)[0], Greedy(max_length_)));
+  jobs.push_back(outcomes->Job(1, (*sources_)[1], Greedy(max_length_)));
+  ASSERT_TRUE(scheduler->Submit(std::move(jobs)).ok());
+  reached->WaitForNotification();
+  jobs.clear();
+  jobs.push_back(outcomes->Job(2, (*sources_)[2], Greedy(max_length_)));  // queued behind it
+  ASSERT_TRUE(scheduler->Submit(std::move(jobs)).ok());
+
+  const absl::Status stuck = scheduler->Shutdown(absl::Milliseconds(50), absl::Milliseconds(100));
+  EXPECT_EQ(stuck.code(), absl::StatusCode::kDeadlineExceeded) << stuck;
+  EXPECT_TRUE(absl::StrContains(stuck.message(), "decoder step 2 has been running for")) << stuck;
+  EXPECT_TRUE(absl::StrContains(stuck.message(), "3 unanswered sentences")) << stuck;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(outcomes->answers(i), 1) << i;
+    EXPECT_EQ(outcomes->result(i).status().code(), absl::StatusCode::kUnavailable) << i;
+  }
+  EXPECT_EQ(outcomes->progress(0), 1);  // step 1's
+  EXPECT_EQ(outcomes->progress(2), 0);
+  // Asked again: the same report at once, nobody answered twice, new work refused.
+  EXPECT_EQ(scheduler->Shutdown(absl::ZeroDuration()), stuck);
+  jobs.clear();
+  jobs.push_back(outcomes->Job(2, (*sources_)[2], Greedy(max_length_)));
+  EXPECT_EQ(scheduler->Submit(std::move(jobs)).code(), absl::StatusCode::kUnavailable);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(outcomes->answers(i), 1) << i;
+}
+
+// A step slower than the grace that returns after Shutdown answered its jobs: the loop goes on
+// with jobs already answered, and their callbacks (whose callers may be gone) stay silent.
+TEST_F(SchedulerTest, AStepReturningAfterShutdownGaveUpCallsNoAnsweredJobAgain) {
+  for (size_t i : {0, 1}) ASSERT_GT((*greedy_)[i].hypotheses[0].ids.size(), 3u) << i;
+  auto made = NewTranslator(0);
+  ASSERT_TRUE(made.ok()) << made.status();
+  // Leaked: the abandoned loop thread uses them after the test has looked away.
+  static Translator* const translator = made->release();
+  static absl::Notification* const reached = new absl::Notification;
+  static absl::Notification* const release = new absl::Notification;
+  SchedulerOptions options;
+  options.before_step_for_test = [](int64_t step) {
+    if (step != 2) return;
+    reached->Notify();
+    release->WaitForNotification();
+  };
+  static Scheduler* const scheduler = new Scheduler(translator, options);
+  static Outcomes* const outcomes = new Outcomes(2);
+  std::vector<SentenceJob> jobs;
+  jobs.push_back(outcomes->Job(0, (*sources_)[0], Greedy(max_length_)));
+  jobs.push_back(outcomes->Job(1, (*sources_)[1], Greedy(max_length_)));
+  ASSERT_TRUE(scheduler->Submit(std::move(jobs)).ok());
+  reached->WaitForNotification();
+  EXPECT_FALSE(scheduler->Shutdown(absl::ZeroDuration(), absl::Milliseconds(50)).ok());
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(outcomes->result(i).status().code(), absl::StatusCode::kUnavailable) << i;
+  }
+
+  release->Notify();
+  // Step 2 completes (its stats are published after its retirements and progress), then the
+  // draining loop clears its live sentences and ends.
+  for (int i = 0; i < 30000; ++i) {
+    const Scheduler::Stats stats = scheduler->stats();
+    if (stats.steps == 2 && stats.active_sequences == 0) break;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(scheduler->stats().steps, 2);
+  EXPECT_EQ(scheduler->stats().active_sequences, 0);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(outcomes->answers(i), 1) << i;
+    EXPECT_EQ(outcomes->progress(i), 1) << i;  // step 1's only
+  }
 }
 
 }  // namespace

@@ -493,7 +493,7 @@ TEST(ServerLifecycleTest, HealthDuringStartUpAndDrain) {
     long_done.store(true);
   });
   ASSERT_TRUE(WaitUntilDecoding(*server));
-  std::thread drainer([&] { server->Drain(absl::Seconds(60)); });
+  std::thread drainer([&] { EXPECT_TRUE(server->Drain(absl::Seconds(60)).ok()); });
   bool saw_not_serving = false;
   bool saw_refused_connection = false;
   std::set<StatusCode> open_channel_codes;

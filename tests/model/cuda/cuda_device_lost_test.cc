@@ -146,7 +146,7 @@ TEST_F(CudaDeviceLost, TheSchedulerAnswersEverySentenceUnavailableAndRefusesNewO
   std::vector<SentenceJob> more;
   more.push_back(std::move(late));
   EXPECT_EQ(scheduler.Submit(std::move(more)), failure);
-  scheduler.Shutdown(absl::ZeroDuration());
+  EXPECT_TRUE(scheduler.Shutdown(absl::ZeroDuration()).ok());
 }
 
 }  // namespace

@@ -1,0 +1,34 @@
+#include "server/raw_messages.h"
+
+#include <string>
+
+#include "transerve/internal/lenient_request.pb.h"
+
+namespace transerve {
+
+std::optional<v1::TranslateRequest> ParseTranslateRequest(const grpc::ByteBuffer& raw) {
+  internal::LenientTranslateRequest lenient;
+  if (raw.Length() > 0) {  // (an empty message has no slice to dump)
+    grpc::Slice bytes;
+    if (!raw.DumpToSingleSlice(&bytes).ok()) return std::nullopt;
+    if (!lenient.ParseFromArray(bytes.begin(), static_cast<int>(bytes.size()))) {
+      return std::nullopt;
+    }
+  }
+  v1::TranslateRequest r;
+  r.mutable_texts()->Reserve(lenient.texts_size());
+  for (const auto& t : lenient.texts()) r.add_texts(t);
+  r.set_model(lenient.model());
+  if (lenient.has_options()) *r.mutable_options() = lenient.options();
+  return r;
+}
+
+grpc::ByteBuffer SerializeMessage(const google::protobuf::MessageLite& message) {
+  // The slice takes the string over (no copy) and frees it when gRPC is done with it.
+  auto* bytes = new std::string(message.SerializeAsString());
+  grpc::Slice slice(
+      bytes->data(), bytes->size(), [](void* p) { delete static_cast<std::string*>(p); }, bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+}  // namespace transerve

@@ -1,0 +1,61 @@
+// What the Translator service's calls share with the server that runs them: the configuration,
+// the served models, the metrics and the count of calls in flight (which the drain waits on).
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "model/translator/translator.h"
+#include "server/metrics.h"
+#include "server/scheduler.h"
+#include "server/server.h"
+#include "transerve/v1/translator.pb.h"
+
+namespace transerve {
+
+// One model as served: its translator, the scheduler that owns it, its metrics and what
+// ListModels says about it. The scheduler is declared after the translator: destroyed first.
+struct ServedModel {
+  std::string name;
+  std::string dir;
+  std::unique_ptr<Translator> translator;
+  std::unique_ptr<Scheduler> scheduler;
+  ServerMetrics::ModelMetrics* metrics = nullptr;
+  v1::ModelInfo info;
+};
+
+class ServiceContext {
+ public:
+  explicit ServiceContext(ServerConfig config) : config(std::move(config)) {}
+  ServiceContext(const ServiceContext&) = delete;
+  ServiceContext& operator=(const ServiceContext&) = delete;
+
+  const ServerConfig config;
+  ServerMetrics metrics;
+  std::vector<std::unique_ptr<ServedModel>> models;  // filled once, before `ready`
+  std::atomic<bool> ready{false};
+
+  // A translation call starts / has finished (its reactor's OnDone).
+  void Enter();
+  void Leave();
+  // Until no call is in flight or `deadline`; true when none is.
+  bool AwaitIdle(absl::Time deadline);
+
+  // Counts one answered call in the metrics (and a debug log line), before its status leaves,
+  // so a caller that got its answer sees it counted.
+  void Record(const char* method, grpc::StatusCode code, const std::string& model, absl::Time start,
+              int texts);
+
+ private:
+  absl::Mutex mu_;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace transerve
