@@ -18,6 +18,8 @@ esac
 jobs="$(nproc)"
 if [ -z "$sanitize" ]; then
   ./scripts/check_format.sh
+  ./scripts/check_includes_test.py
+  ./scripts/check_includes.py
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
   cmake --build build -j"$jobs"
   ctest --test-dir build --output-on-failure -j"$jobs" --timeout 900
