@@ -11,7 +11,7 @@
 # user would serve; input: bench/make_sentences.py. Engine threads: every core.
 # Results: bench/results/multi_model.json and a table on stdout.
 # Usage: bench/multi_model_bench.sh   (DURATION=S per run, default 15; ROUNDS=N, default 3;
-#        about 3 minutes per round)
+#        about 4 minutes per round)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3
@@ -21,9 +21,10 @@ DURATION=${DURATION:-15}
 WARMUP=${WARMUP:-3}
 ROUNDS=${ROUNDS:-3}
 CONCURRENCY=${CONCURRENCY:-16}
-RATE=${RATE:-2}
+RATE=${RATE:-4}
 BULK_CONCURRENCY=${BULK_CONCURRENCY:-16}
 SENTENCES=$WORK/sentences.txt
+SERVER=${SERVER:-build/bin/transerve-server}  # another build of it, to compare two
 mkdir -p "$OUT" "$WORK/runs"
 for i in 1 2 3 4; do ln -sfn "$PWD/models/en-de-small" "$WORK/m$i"; done
 [ -f "$SENTENCES" ] || $PY bench/make_sentences.py --out "$SENTENCES"
@@ -45,7 +46,7 @@ start_server() {  # N: serves m1..mN
   local dirs="" i
   for i in $(seq 1 "$1"); do dirs="$dirs${dirs:+,}$WORK/m$i"; done
   PORT=$(free_port)
-  build/bin/transerve-server --model_dir="$dirs" --host=127.0.0.1 --port="$PORT" \
+  "$SERVER" --model_dir="$dirs" --host=127.0.0.1 --port="$PORT" \
     --metrics_port=-1 --log_level=warn &
   SERVER_PID=$!
   for _ in $(seq 1 120); do
@@ -78,6 +79,16 @@ for round in $(seq 1 "$ROUNDS"); do
     done
     for p in "${pids[@]}"; do wait "$p"; done
     stop_server
+    if [ "$n" -gt 1 ]; then
+      # The reference for n models: one model at the load each of them gets (its batches are
+      # as small as theirs), so that what sharing the cores costs is told apart from what
+      # smaller batches cost.
+      echo "round $round: 1 model, $((CONCURRENCY / n)) calls in flight (reference for $n)"
+      start_server 1
+      loadgen m1 "$WORK/runs/reference_n${n}_r${round}.json" \
+        --concurrency=$((CONCURRENCY / n)) --seed="$((round * 10))"
+      stop_server
+    fi
   done
   echo "round $round: fairness, $RATE calls/s to m2 alone, then beside bulk load on m1"
   start_server 2
@@ -101,8 +112,8 @@ def errors(j):
     return sum(j.get("errors", {}).values())
 result = {"concurrency": concurrency, "rounds": rounds, "throughput": {}, "fairness": {}}
 print(f"\nTotal throughput, {concurrency} calls in flight split over the models (medians of {rounds})")
-print("| models | sentences/s | target tokens/s | vs 1 model | p99 latency (s) | errors |")
-print("|---|---|---|---|---|---|")
+print("| models | sentences/s | target tokens/s | vs 1 model | 1 model at the same load per model | vs it | p99 latency (s) | errors |")
+print("|---|---|---|---|---|---|---|---|")
 base = None
 for n in (1, 2, 4):
     tok, sent, p99, err = [], [], [], 0
@@ -114,12 +125,16 @@ for n in (1, 2, 4):
         err += sum(errors(p) for p in parts)
     t = statistics.median(tok)
     base = base or t
+    ref = t if n == 1 else statistics.median(
+        load(f"reference_n{n}_r{r}.json")["target_tokens_per_second"] for r in range(1, rounds + 1))
     result["throughput"][str(n)] = {"target_tokens_per_second": t,
                                     "sentences_per_second": statistics.median(sent),
                                     "p99_seconds": statistics.median(p99), "errors": err,
-                                    "ratio_to_one_model": t / base, "per_round": tok}
-    print(f"| {n} | {statistics.median(sent):.1f} | {t:.0f} | {t / base:.2f}x | "
-          f"{statistics.median(p99):.3f} | {err} |")
+                                    "ratio_to_one_model": t / base,
+                                    "one_model_at_the_same_load_per_model": ref,
+                                    "ratio_to_that": t / ref, "per_round": tok}
+    print(f"| {n} | {statistics.median(sent):.1f} | {t:.0f} | {t / base:.2f}x | {ref:.0f} | "
+          f"{t / ref:.2f}x | {statistics.median(p99):.3f} | {err} |")
 alone = [load(f"fair_alone_r{r}.json") for r in range(1, rounds + 1)]
 loaded = [load(f"fair_loaded_r{r}.json") for r in range(1, rounds + 1)]
 bulk_runs = [load(f"fair_bulk_r{r}.json") for r in range(1, rounds + 1)]

@@ -1,10 +1,14 @@
-// Whole-file reads through stdio, so errno gives the reason for a failure.
+// Whole-file reads with POSIX calls: errno gives the reason for a failure, and fstat lets a
+// file that is not a regular one (a directory, a FIFO, /dev/zero) be refused before reading it,
+// instead of failing late, blocking or never ending.
 #include "model/core/read_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -12,22 +16,38 @@
 namespace transerve {
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, const char* what) {
-  auto error = [&](int err) {
-    const std::string msg = absl::StrCat("cannot read ", what, " ", path, ": ", std::strerror(err));
+  auto error = [&](int err, const char* reason) {
+    const std::string msg = absl::StrCat("cannot read ", what, " ", path, ": ",
+                                         reason != nullptr ? reason : std::strerror(err));
     return err == ENOENT ? absl::NotFoundError(msg) : absl::InvalidArgumentError(msg);
   };
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (file == nullptr) return error(errno);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return error(errno, nullptr);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return error(err, nullptr);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return error(0, S_ISDIR(st.st_mode) ? "a directory, not a file" : "not a regular file");
+  }
   std::string data;
-  errno = 0;
+  data.reserve(static_cast<size_t>(st.st_size));
   char buffer[1 << 16];
   for (;;) {
-    const size_t n = std::fread(buffer, 1, sizeof(buffer), file.get());
-    data.append(buffer, n);
-    if (n < sizeof(buffer)) break;
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return error(err, nullptr);
+    }
+    data.append(buffer, static_cast<size_t>(n));
   }
-  // Reading a directory "opens" fine on Linux and fails here with EISDIR.
-  if (std::ferror(file.get())) return error(errno != 0 ? errno : EIO);
+  ::close(fd);
   return data;
 }
 

@@ -87,7 +87,15 @@ void ThreadPool::Resize(int threads) {
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   const int threads = size();
   const int parts = static_cast<int>(std::min<int64_t>(int64_t{threads} * kChunksPerThread, n));
-  if (threads <= 1 || parts <= 1) {
+  // As many calls open as threads: the cores are busy already, and handing chunks around would
+  // only make each caller wait for a worker the OS has put aside.
+  struct Open {
+    std::atomic<int>& count;
+    const int before;
+    explicit Open(std::atomic<int>& c) : count(c), before(c.fetch_add(1)) {}
+    ~Open() { count.fetch_sub(1); }
+  } open(open_calls_);
+  if (threads <= 1 || parts <= 1 || open.before + 1 >= threads) {
     if (n > 0) fn(0, n);
     return;
   }

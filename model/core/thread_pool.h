@@ -74,6 +74,7 @@ class ThreadPool {
   size_t next_open_ = 0;           // where workers look first: calls take turns
   int sleeping_workers_ = 0;
   std::atomic<int64_t> generation_{0};  // advanced each time a call opens
+  std::atomic<int> open_calls_{0};      // ParallelFor calls in progress, inline ones included
 };
 
 }  // namespace transerve

@@ -1,13 +1,7 @@
 // Strict JSON parsing: a SAX handler that builds the document itself so it can see every key.
 #include "model/loader/strict_json.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
@@ -17,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "model/core/read_file.h"
 
 namespace transerve {
 namespace {
@@ -188,37 +183,8 @@ absl::StatusOr<nlohmann::json> ParseJsonStrict(std::string_view text,
   return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", builder.error()));
 }
 
-absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open: ", std::strerror(err)));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
-  }
-  std::string out;
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return absl::InvalidArgumentError(absl::StrCat(path, ": read failed: ", std::strerror(err)));
-    }
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
-
 absl::StatusOr<nlohmann::json> ReadJsonFileStrict(const std::string& path, int max_depth) {
-  absl::StatusOr<std::string> text = ReadFileToString(path);
+  absl::StatusOr<std::string> text = ReadWholeFile(path, "JSON file");
   if (!text.ok()) return text.status();
   return ParseJsonStrict(*text, path, max_depth);
 }

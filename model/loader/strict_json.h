@@ -24,10 +24,6 @@ absl::StatusOr<nlohmann::json> ParseJsonStrict(std::string_view text, std::strin
 absl::StatusOr<nlohmann::json> ReadJsonFileStrict(const std::string& path,
                                                   int max_depth = kMaxJsonDepth);
 
-// Reads a whole file into a string. A missing file is NOT_FOUND, other failures INVALID_ARGUMENT;
-// messages name the file.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path);
-
 // A short description of a JSON value for error messages: its type and, for scalars, its text
 // (truncated), e.g. `string "512"`.
 std::string DescribeJsonValue(const nlohmann::json& value);
