@@ -29,9 +29,9 @@ ABSL_FLAG(std::string, lengths, "uniform",
 ABSL_FLAG(int, min_output, 4, "Shortest forced output length (uniform)");
 ABSL_FLAG(int, max_output, 96, "Longest forced output length (uniform)");
 ABSL_FLAG(int, max_batch_sequences, 32, "Scheduler bound on live sentences");
-ABSL_FLAG(int, admission_group, transerve::SchedulerOptions{}.admission_group,
+ABSL_FLAG(int, admission_group, transerve::AdmissionPolicy{}.admission_group,
           "Continuous mode: sentences admitted together while others are live");
-ABSL_FLAG(int, max_admission_wait_steps, transerve::SchedulerOptions{}.max_admission_wait_steps,
+ABSL_FLAG(int, max_admission_wait_steps, transerve::AdmissionPolicy{}.max_admission_wait_steps,
           "Continuous mode: decoder steps the oldest queued sentence may wait for a group");
 ABSL_FLAG(int, rounds, 2, "Interleaved static/continuous rounds");
 ABSL_FLAG(std::string, json, "", "Write results here");
@@ -168,10 +168,10 @@ nlohmann::json RunMode(Translator* t, BatchingMode mode, const std::vector<Work>
                        StepRecorder* all_steps) {
   StepRecorder steps;
   SchedulerOptions options;
-  options.mode = mode;
-  options.max_batch_sequences = absl::GetFlag(FLAGS_max_batch_sequences);
-  options.admission_group = absl::GetFlag(FLAGS_admission_group);
-  options.max_admission_wait_steps = absl::GetFlag(FLAGS_max_admission_wait_steps);
+  options.admission.mode = mode;
+  options.admission.max_batch_sequences = absl::GetFlag(FLAGS_max_batch_sequences);
+  options.admission.admission_group = absl::GetFlag(FLAGS_admission_group);
+  options.admission.max_admission_wait_steps = absl::GetFlag(FLAGS_max_admission_wait_steps);
   Scheduler scheduler(t, options);
   scheduler.SetObserver(&steps);
   std::atomic<size_t> next{0};

@@ -11,11 +11,20 @@ namespace transerve {
 
 enum class BatchingMode { kContinuous, kStatic };
 
-// The admission side of SchedulerOptions.
+// The admission side of SchedulerOptions (SchedulerOptions::admission): how many queued
+// sentences join the running batch, and when.
 struct AdmissionPolicy {
   BatchingMode mode = BatchingMode::kContinuous;
+  // Live sentences (a beam-4 sentence counts once; its beams are rows).
   int max_batch_sequences = 64;
+  // Source tokens admitted in one encoder batch (a single longer sentence is still admitted
+  // alone, so it never starves).
   int max_batch_tokens = 8192;
+  // Continuous mode, while sentences are live: queued sentences are admitted once at least
+  // this many can go together (room and queue allowing), or once the oldest has waited
+  // max_admission_wait_steps decoder steps. An encoder call costs a fixed amount (every encoder
+  // weight is read once per call) on top of its tokens, so admitting one sentence per step
+  // spends far more on encoding than a group does. 1: admit whatever is queued every step.
   int admission_group = 1;
   int max_admission_wait_steps = 4;
 };

@@ -236,7 +236,7 @@ void Scheduler::Loop() {
     if (draining && live_.empty() && backlog_.empty()) break;
 
     AnswerLeavers(now);
-    if (options_.mode == BatchingMode::kContinuous || live_.empty()) {
+    if (options_.admission.mode == BatchingMode::kContinuous || live_.empty()) {
       Admit(now);
       PublishStats();  // the queue just shrank: Submit may use the room during the step
     }
@@ -313,18 +313,13 @@ void Scheduler::Admit(absl::Time now) {
   for (const Active& a : live_) {
     live_headroom.push_back(translator_->KvHeadroomBlocks(a.entry->job.options));
   }
-  const AdmissionPlan plan =
-      PlanAdmission({.queue = queue,
-                     .live_headroom_blocks = live_headroom,
-                     .blocks_in_use = translator_->kv_pool().blocks_in_use(),
-                     .capacity_blocks = KvCapacityBlocks(),
-                     .steps = steps_,
-                     .kv_pressure = kv_pressure_},
-                    {.mode = options_.mode,
-                     .max_batch_sequences = options_.max_batch_sequences,
-                     .max_batch_tokens = options_.max_batch_tokens,
-                     .admission_group = options_.admission_group,
-                     .max_admission_wait_steps = options_.max_admission_wait_steps});
+  const AdmissionPlan plan = PlanAdmission({.queue = queue,
+                                            .live_headroom_blocks = live_headroom,
+                                            .blocks_in_use = translator_->kv_pool().blocks_in_use(),
+                                            .capacity_blocks = KvCapacityBlocks(),
+                                            .steps = steps_,
+                                            .kv_pressure = kv_pressure_},
+                                           options_.admission);
   if (plan.admit == 0) return;
   std::vector<std::unique_ptr<Entry>> batch;
   batch.reserve(static_cast<size_t>(plan.admit));

@@ -43,9 +43,9 @@ ABSL_FLAG(std::string, dtype, "auto",
           "Weights: auto (float16 on a GPU, float32 on the CPU), float32 or float16 (GPU)");
 ABSL_FLAG(std::string, batching, "continuous", "continuous or static");
 ABSL_FLAG(int, max_batch_sequences, 64, "Most sentences decoded together");
-ABSL_FLAG(int, admission_group, transerve::SchedulerOptions{}.admission_group,
+ABSL_FLAG(int, admission_group, transerve::AdmissionPolicy{}.admission_group,
           "Continuous batching: sentences admitted together while others decode");
-ABSL_FLAG(int, max_admission_wait_steps, transerve::SchedulerOptions{}.max_admission_wait_steps,
+ABSL_FLAG(int, max_admission_wait_steps, transerve::AdmissionPolicy{}.max_admission_wait_steps,
           "Continuous batching: decoder steps a queued sentence may wait for a group");
 ABSL_FLAG(int, max_batch_tokens, 8192, "Most source tokens admitted in one encoder batch");
 ABSL_FLAG(int, max_queue, 1024, "Most queued sentences per model; beyond: RESOURCE_EXHAUSTED");
@@ -171,9 +171,9 @@ int Run() {
   }
   const std::string batching = absl::GetFlag(FLAGS_batching);
   if (batching == "continuous") {
-    config.scheduler.mode = BatchingMode::kContinuous;
+    config.scheduler.admission.mode = BatchingMode::kContinuous;
   } else if (batching == "static") {
-    config.scheduler.mode = BatchingMode::kStatic;
+    config.scheduler.admission.mode = BatchingMode::kStatic;
   } else {
     std::cerr << "transerve-server: --batching must be continuous or static\n";
     return 2;
@@ -188,10 +188,11 @@ int Run() {
   config.dtype = absl::GetFlag(FLAGS_dtype);
   config.num_threads = absl::GetFlag(FLAGS_num_threads);
   config.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_mb) << 20;
-  config.scheduler.max_batch_sequences = absl::GetFlag(FLAGS_max_batch_sequences);
-  config.scheduler.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
-  config.scheduler.admission_group = absl::GetFlag(FLAGS_admission_group);
-  config.scheduler.max_admission_wait_steps = absl::GetFlag(FLAGS_max_admission_wait_steps);
+  config.scheduler.admission.max_batch_sequences = absl::GetFlag(FLAGS_max_batch_sequences);
+  config.scheduler.admission.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  config.scheduler.admission.admission_group = absl::GetFlag(FLAGS_admission_group);
+  config.scheduler.admission.max_admission_wait_steps =
+      absl::GetFlag(FLAGS_max_admission_wait_steps);
   config.scheduler.max_queue = absl::GetFlag(FLAGS_max_queue);
   config.scheduler.max_queue_wait = absl::GetFlag(FLAGS_max_queue_wait);
   config.limits.max_texts = absl::GetFlag(FLAGS_max_texts_per_request);
@@ -218,9 +219,10 @@ int Run() {
     config.auth_tokens.push_back(token);
   }
   if (!StepHookFromEnvironment(&config.scheduler)) return 2;
-  if (config.scheduler.max_batch_sequences < 1 || config.scheduler.max_batch_tokens < 1 ||
-      config.scheduler.max_queue < 1 || config.scheduler.admission_group < 1 ||
-      config.scheduler.max_admission_wait_steps < 0 || config.limits.max_texts < 1 ||
+  if (config.scheduler.admission.max_batch_sequences < 1 ||
+      config.scheduler.admission.max_batch_tokens < 1 || config.scheduler.max_queue < 1 ||
+      config.scheduler.admission.admission_group < 1 ||
+      config.scheduler.admission.max_admission_wait_steps < 0 || config.limits.max_texts < 1 ||
       config.limits.max_text_chars < 1 || config.limits.max_source_tokens < 2 ||
       config.limits.max_beam_size < 1 || config.limits.max_length < 1 ||
       config.scheduler.max_queue_wait <= absl::ZeroDuration()) {

@@ -365,7 +365,7 @@ TEST(HostileClientTest, ClientDisconnectingMidStreamFreesItsWork) {
   // One sentence at a time, each forced to 255 tokens with beam 4: the first chunk (sentence 0,
   // final) comes long before the other 15 are done, so the client leaves mid-stream.
   ServerConfig c = BaseConfig();
-  c.scheduler.max_batch_sequences = 1;
+  c.scheduler.admission.max_batch_sequences = 1;
   auto server = StartServer(c);
   ASSERT_NE(server, nullptr);
   testing::TcpProxy proxy(server->port());

@@ -182,8 +182,9 @@ class SchedulerParityTest : public SchedulerTest,
 
 TEST_P(SchedulerParityTest, OutputsEqualTranslateIdsAlone) {
   const ParityCase p = GetParam();
-  Scheduler scheduler(translator_,
-                      {.mode = p.mode, .max_batch_sequences = 16, .max_batch_tokens = 300});
+  Scheduler scheduler(
+      translator_,
+      {.admission = {.mode = p.mode, .max_batch_sequences = 16, .max_batch_tokens = 300}});
   struct BatchBounds : Scheduler::Observer {
     void OnBatch(int sequences, int source_tokens, double, double) override {
       EXPECT_LE(sequences, 16);
@@ -234,7 +235,7 @@ INSTANTIATE_TEST_SUITE_P(ModesAndSearches, SchedulerParityTest,
                          });
 
 TEST_F(SchedulerTest, ConcurrentSubmittersEachGetTheirOwnResult) {
-  Scheduler scheduler(translator_, {.max_batch_sequences = 8});
+  Scheduler scheduler(translator_, {.admission = {.max_batch_sequences = 8}});
   constexpr int kThreads = 4;
   const size_t n = sources_->size();
   Outcomes outcomes(n);
@@ -270,7 +271,7 @@ TEST_F(SchedulerTest, ConcurrentSubmittersEachGetTheirOwnResult) {
 TEST_F(SchedulerTest, ContinuousModeLetsAShortJobFinishWhileALongOneRuns) {
   ASSERT_EQ((*greedy_)[0].hypotheses[0].ids.size(), static_cast<size_t>(max_length_));
   for (BatchingMode mode : {BatchingMode::kContinuous, BatchingMode::kStatic}) {
-    Scheduler scheduler(translator_, {.mode = mode});
+    Scheduler scheduler(translator_, {.admission = {.mode = mode}});
     Outcomes outcomes(2);
     SentenceJob long_job = outcomes.Job(0, (*sources_)[0], Greedy(max_length_));
     auto count = std::move(long_job.on_progress);
@@ -302,9 +303,9 @@ TEST_F(SchedulerTest, ContinuousModeLetsAShortJobFinishWhileALongOneRuns) {
 
 TEST_F(SchedulerTest, ContinuousModeAdmitsInGroupsOrAfterTheWait) {
   ASSERT_GE(max_length_, 14);
-  Scheduler scheduler(
-      translator_,
-      {.mode = BatchingMode::kContinuous, .admission_group = 3, .max_admission_wait_steps = 5});
+  Scheduler scheduler(translator_, {.admission = {.mode = BatchingMode::kContinuous,
+                                                  .admission_group = 3,
+                                                  .max_admission_wait_steps = 5}});
   // Encoder batches: how many sentences, and how many decoder steps had run by then.
   struct Batches : Scheduler::Observer {
     void OnStep(int, double) override { ++steps; }
@@ -413,7 +414,7 @@ TEST_F(SchedulerTest, CancelledMidDecodeIsCancelledAndGivesItsBlocksBack) {
 }
 
 TEST_F(SchedulerTest, QueuedJobsThatExpireOrAreCancelledAreAnsweredWithoutRunning) {
-  Scheduler scheduler(translator_, {.mode = BatchingMode::kStatic});
+  Scheduler scheduler(translator_, {.admission = {.mode = BatchingMode::kStatic}});
   Outcomes outcomes(4);
   Parked parked;
   std::vector<SentenceJob> jobs;
@@ -446,8 +447,8 @@ TEST_F(SchedulerTest, QueuedJobsThatExpireOrAreCancelledAreAnsweredWithoutRunnin
 // The queue's time budget: sentences still queued past max_queue_wait are answered
 // RESOURCE_EXHAUSTED without running; the one already decoding is not affected.
 TEST_F(SchedulerTest, SentencesQueuedPastTheBudgetAreResourceExhausted) {
-  Scheduler scheduler(translator_,
-                      {.mode = BatchingMode::kStatic, .max_queue_wait = absl::Seconds(1)});
+  Scheduler scheduler(translator_, {.admission = {.mode = BatchingMode::kStatic},
+                                    .max_queue_wait = absl::Seconds(1)});
   Outcomes outcomes(3);
   Parked parked;
   std::vector<SentenceJob> jobs;
@@ -588,7 +589,8 @@ TEST_F(SchedulerTinyKvTest, EveryJobGetsItsResult) {
     SCOPED_TRACE(mode == BatchingMode::kContinuous ? "continuous" : "static");
     auto translator = NewTranslator(pool_bytes);
     ASSERT_TRUE(translator.ok()) << translator.status();
-    Scheduler scheduler(translator->get(), {.mode = mode, .max_batch_sequences = 16});
+    Scheduler scheduler(translator->get(),
+                        {.admission = {.mode = mode, .max_batch_sequences = 16}});
     struct MaxRows : Scheduler::Observer {
       void OnStep(int rows, double) override { max_rows = std::max(max_rows, rows); }
       int max_rows = 0;  // scheduler thread only; read after Shutdown
@@ -662,7 +664,7 @@ class CountingObserver : public Scheduler::Observer {
 };
 
 TEST_F(SchedulerTest, ObserverSeesEveryBatchStepAndJob) {
-  Scheduler scheduler(translator_, {.max_batch_sequences = 4});
+  Scheduler scheduler(translator_, {.admission = {.max_batch_sequences = 4}});
   CountingObserver observer;
   scheduler.SetObserver(&observer);
   const size_t n = 10;

@@ -339,7 +339,8 @@ TEST_F(ServerTest, AlignmentOfEveryTranslation) {
 
 TEST(ServerDeadlineTest, DeadlineExceeded) {
   ServerConfig c = BaseConfig();
-  c.scheduler.max_batch_sequences = 1;  // one sentence at a time: the request takes seconds
+  c.scheduler.admission.max_batch_sequences =
+      1;  // one sentence at a time: the request takes seconds
   auto server = StartServer(c);
   ASSERT_NE(server, nullptr);
   auto stub = v1::Translator::NewStub(Connect(*server));
@@ -431,7 +432,7 @@ TEST(ServerDeviceLostTest, HealthTurnsNotServingAndEveryCallIsUnavailable) {
 TEST(ServerQueueTest, FullQueueIsResourceExhausted) {
   ServerConfig c = BaseConfig();
   c.scheduler.max_queue = 2;
-  c.scheduler.max_batch_sequences = 1;
+  c.scheduler.admission.max_batch_sequences = 1;
   auto server = StartServer(c);
   ASSERT_NE(server, nullptr);
   auto stub = v1::Translator::NewStub(Connect(*server));
@@ -444,7 +445,7 @@ TEST(ServerQueueTest, FullQueueIsResourceExhausted) {
 
 TEST(ServerModesTest, StaticAndContinuousGiveIdenticalOutputs) {
   ServerConfig c = BaseConfig();
-  c.scheduler.mode = BatchingMode::kStatic;
+  c.scheduler.admission.mode = BatchingMode::kStatic;
   auto server = StartServer(c);
   ASSERT_NE(server, nullptr);
   auto stub = v1::Translator::NewStub(Connect(*server));
@@ -465,7 +466,8 @@ TEST(ServerModesTest, StaticAndContinuousGiveIdenticalOutputs) {
 
 TEST(ServerLifecycleTest, HealthDuringStartUpAndDrain) {
   ServerConfig c = BaseConfig();
-  c.scheduler.max_batch_sequences = 1;  // one sentence at a time: the long request stays long
+  c.scheduler.admission.max_batch_sequences =
+      1;  // one sentence at a time: the long request stays long
   auto server = StartServer(c, /*load=*/false);
   ASSERT_NE(server, nullptr);
   auto channel = Connect(*server);
@@ -566,7 +568,8 @@ TEST(ServerModelsTest, ServesSeveralModelsByDirectoryName) {
 
 TEST(ServerCancelTest, CancelledCallIsAnsweredCancelledAndFreesTheBatch) {
   ServerConfig c = BaseConfig();
-  c.scheduler.max_batch_sequences = 1;  // one sentence at a time: the request outlasts 30 ms
+  c.scheduler.admission.max_batch_sequences =
+      1;  // one sentence at a time: the request outlasts 30 ms
   auto server = StartServer(c);
   ASSERT_NE(server, nullptr);
   auto stub = v1::Translator::NewStub(Connect(*server));
