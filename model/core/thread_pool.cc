@@ -86,7 +86,10 @@ void ThreadPool::Resize(int threads) {
 
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   const int threads = size();
-  const int parts = static_cast<int>(std::min<int64_t>(int64_t{threads} * kChunksPerThread, n));
+  // One chunk per thread. Chunks are claimed, not assigned, so this still rebalances: a caller
+  // whose helper is late or busy elsewhere runs the chunk itself. (More chunks per thread cost
+  // 2-6% and bought nothing: docs/engine.md, "One pool for every model".)
+  const int parts = static_cast<int>(std::min<int64_t>(threads, n));
   // As many calls open as threads: the cores are busy already, and handing chunks around would
   // only make each caller wait for a worker the OS has put aside.
   struct Open {

@@ -30,11 +30,6 @@ class ThreadPool {
  public:
   // How long an idle worker (and a caller waiting for workers) polls before sleeping.
   static constexpr std::chrono::microseconds kSpin{200};
-  // Chunks per thread of one call. Chunks are claimed, not assigned, so even one per thread
-  // rebalances: a caller whose helper is late or busy with another call takes the chunk itself.
-  // More chunks cost 3-5% at batch 8 on the opus-mt shape and bought nothing measurable
-  // (docs/engine.md, "One pool for every model").
-  static constexpr int kChunksPerThread = 1;
 
   // `threads` in all, the calling thread included (1 = run inline).
   explicit ThreadPool(int threads);

@@ -97,10 +97,8 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
   t->kv_pool_ = std::make_unique<KvBlockPool>(
       c.d_model, t->device_, KvBlocksWithin(options.kv_cache_max_bytes, c.d_model));
   t->stream_.Synchronize();  // the weights are in place before the first request
-  Log().info("translator ready on {} ({})", DeviceName(t->device_),
-             t->device_ == Device::kCpu
-                 ? ops::DeviceDescription(t->device_)
-                 : absl::StrCat(ops::DeviceDescription(t->device_), ", ", t->dtype_));
+  Log().info("translator ready on {} ({}, {})", DeviceName(t->device_),
+             ops::DeviceDescription(t->device_), t->dtype_);
   return t;
 }
 
