@@ -38,7 +38,9 @@ struct QueuedSentence {
 
 // What the scheduler knows between two decoder steps.
 struct AdmissionState {
-  std::span<const QueuedSentence> queue;          // front (oldest) first
+  // Front (oldest) first. Only its first max(1, max_batch_sequences) entries are ever read (no
+  // more can be admitted at once), so a caller with a deep queue passes just those.
+  std::span<const QueuedSentence> queue;
   std::span<const int64_t> live_headroom_blocks;  // one per live sentence, admission order
   int64_t blocks_in_use = 0;                      // KV blocks held now (real lengths)
   int64_t capacity_blocks = 0;                    // the pool's bound; 0: unbounded or unknown

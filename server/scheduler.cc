@@ -301,20 +301,23 @@ int64_t Scheduler::KvCapacityBlocks() const {
 
 void Scheduler::Admit(absl::Time now) {
   if (backlog_.empty()) return;
-  std::vector<QueuedSentence> queue;
-  queue.reserve(backlog_.size());
-  for (const auto& entry : backlog_) {
-    queue.push_back({.source_tokens = static_cast<int64_t>(entry->job.source_ids.size()),
-                     .headroom_blocks = translator_->KvHeadroomBlocks(entry->job.options),
-                     .queued_at_step = entry->queued_at_step});
+  // Runs between every two decoder steps: the plan sees only the front of the queue it may
+  // admit from, however deep the queue (up to --max_queue under overload).
+  const size_t readable = std::min(
+      backlog_.size(), static_cast<size_t>(std::max(1, options_.admission.max_batch_sequences)));
+  queue_scratch_.clear();
+  for (size_t i = 0; i < readable; ++i) {
+    const Entry& entry = *backlog_[i];
+    queue_scratch_.push_back({.source_tokens = static_cast<int64_t>(entry.job.source_ids.size()),
+                              .headroom_blocks = translator_->KvHeadroomBlocks(entry.job.options),
+                              .queued_at_step = entry.queued_at_step});
   }
-  std::vector<int64_t> live_headroom;
-  live_headroom.reserve(live_.size());
+  live_headroom_scratch_.clear();
   for (const Active& a : live_) {
-    live_headroom.push_back(translator_->KvHeadroomBlocks(a.entry->job.options));
+    live_headroom_scratch_.push_back(translator_->KvHeadroomBlocks(a.entry->job.options));
   }
-  const AdmissionPlan plan = PlanAdmission({.queue = queue,
-                                            .live_headroom_blocks = live_headroom,
+  const AdmissionPlan plan = PlanAdmission({.queue = queue_scratch_,
+                                            .live_headroom_blocks = live_headroom_scratch_,
                                             .blocks_in_use = translator_->kv_pool().blocks_in_use(),
                                             .capacity_blocks = KvCapacityBlocks(),
                                             .steps = steps_,

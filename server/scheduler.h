@@ -184,6 +184,8 @@ class Scheduler {
   std::vector<Active> live_;
   std::vector<SentenceSearch*> step_searches_;
   std::vector<DecoderRow> row_scratch_;
+  std::vector<QueuedSentence> queue_scratch_;  // Admit's view of the front of backlog_
+  std::vector<int64_t> live_headroom_scratch_;
   bool kv_pressure_ = false;  // a preemption happened; admit nothing until a sentence leaves
   int64_t learned_capacity_blocks_ = 0;
   int64_t active_rows_ = 0;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -80,6 +81,29 @@ TEST(AdmissionPlan, EmptyQueueAdmitsNothing) {
   EXPECT_EQ(scene.Plan().admit, 0);
   scene.live_headroom.clear();
   EXPECT_EQ(scene.Plan().admit, 0);
+}
+
+// The scheduler hands the plan only the first max_batch_sequences queued sentences, whatever
+// the queue's depth: the rest must never change the plan.
+TEST(AdmissionPlan, OnlyTheFirstMaxBatchSequencesQueuedSentencesMatter) {
+  std::mt19937 rng(20);
+  for (int c = 0; c < kCases; ++c) {
+    const int max_sequences = static_cast<int>(RandomInt(rng, 1, 12));
+    Scene scene{.queue = RandomQueue(rng, RandomInt(rng, 1, 40)),
+                .live_headroom = RandomLive(rng, RandomInt(rng, 0, max_sequences + 2)),
+                .blocks_in_use = RandomInt(rng, 0, 200),
+                .capacity_blocks = RandomInt(rng, 0, 400),
+                .steps = RandomInt(rng, 0, 8),
+                .policy = {.mode = c % 5 == 0 ? BatchingMode::kStatic : BatchingMode::kContinuous,
+                           .max_batch_sequences = max_sequences,
+                           .max_batch_tokens = static_cast<int>(RandomInt(rng, 1, 300)),
+                           .admission_group = static_cast<int>(RandomInt(rng, 1, 4)),
+                           .max_admission_wait_steps = static_cast<int>(RandomInt(rng, 0, 6))}};
+    for (auto& q : scene.queue) q.queued_at_step = RandomInt(rng, 0, scene.steps);
+    const int64_t whole = scene.Plan().admit;
+    scene.queue.resize(std::min<size_t>(scene.queue.size(), max_sequences));
+    EXPECT_EQ(scene.Plan().admit, whole) << "case " << c;
+  }
 }
 
 TEST(AdmissionPlan, WithNoBoundTheWholeQueueIsAdmitted) {
