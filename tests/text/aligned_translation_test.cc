@@ -1,0 +1,98 @@
+#include "text/aligned_translation.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+namespace transerve::text {
+namespace {
+
+std::string Slice(const std::string& s, ByteRange r) { return s.substr(r.begin, r.end - r.begin); }
+
+// A translation whose target token t attends to source token `to[t]` (weight 0.7, the rest
+// spread over the others at random).
+AlignedTranslation Aligned(const std::string& source, const std::vector<std::string>& src_pieces,
+                           const std::string& target, const std::vector<std::string>& tgt_pieces,
+                           const std::vector<int>& to, uint32_t seed = 7) {
+  AlignedTranslation t;
+  t.source = source;
+  t.target = target;
+  t.source_tokens = PieceRanges(source, src_pieces);
+  t.target_tokens = PieceRanges(target, tgt_pieces);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.0f, 0.25f / static_cast<float>(src_pieces.size()));
+  for (size_t i = 0; i < tgt_pieces.size(); ++i) {
+    for (size_t s = 0; s < src_pieces.size(); ++s) {
+      t.weights.push_back(static_cast<int>(s) == to[i] ? 0.7f : u(rng));
+    }
+  }
+  return t;
+}
+
+TEST(PieceRanges, MatchesWordsAndSkipsWhitespace) {
+  const std::string text = "  Hello,\tworld.";
+  const auto r = PieceRanges(text, {"▁Hel", "lo", ",", "▁world", ".", "</s>"});
+  ASSERT_EQ(r.size(), 6u);
+  EXPECT_EQ(Slice(text, r[0]), "Hel");
+  EXPECT_EQ(Slice(text, r[1]), "lo");
+  EXPECT_EQ(Slice(text, r[2]), ",");
+  EXPECT_EQ(Slice(text, r[3]), "world");
+  EXPECT_EQ(Slice(text, r[4]), ".");
+  EXPECT_TRUE(r[5].empty());
+  EXPECT_EQ(r[5].begin, text.size());
+}
+
+TEST(PieceRanges, UnmatchedPieceCoversTheGapToTheNextMatch) {
+  // NFKC turned the ellipsis into three dots; <unk> stands for a character the vocabulary lacks.
+  const std::string text = "Wait\xE2\x80\xA6 \xE2\x98\x83 ok";
+  const auto r = PieceRanges(text, {"▁Wait", "...", "▁", "<unk>", "▁ok"});
+  EXPECT_EQ(Slice(text, r[0]), "Wait");
+  EXPECT_EQ(Slice(text, r[1]), "\xE2\x80\xA6");
+  EXPECT_EQ(Slice(text, r[3]), "\xE2\x98\x83");
+  EXPECT_EQ(Slice(text, r[4]), "ok");
+}
+
+TEST(MapSourceRange, FollowsTheAlignmentAndKeepsWordsWhole) {
+  // "the red house" -> "das rote Haus": "red" aligns to "ro"+"te".
+  const auto t = Aligned("the red house", {"▁the", "▁red", "▁house", "</s>"}, "das rote Haus",
+                         {"▁das", "▁ro", "te", "▁Haus", "</s>"}, {0, 1, 1, 2, 3});
+  EXPECT_EQ(Slice(t.target, MapSourceRange(t, {4, 7})), "rote");
+  EXPECT_EQ(Slice(t.target, MapSourceRange(t, {4, 13})), "rote Haus");
+  // Only "ro" aligned to "red": the range still widens to the whole word.
+  const auto u = Aligned("the red house", {"▁the", "▁red", "▁house", "</s>"}, "das rote Haus",
+                         {"▁das", "▁ro", "te", "▁Haus", "</s>"}, {0, 1, 2, 2, 3});
+  EXPECT_EQ(Slice(u.target, MapSourceRange(u, {4, 7})), "rote");
+}
+
+TEST(MapSourceRange, ReorderedWordsMapToTheirNewPlace) {
+  const auto t = Aligned("open the file", {"▁open", "▁the", "▁file", "</s>"}, "die Datei öffnen",
+                         {"▁die", "▁Datei", "▁öffnen", "</s>"}, {1, 2, 0, 3});
+  EXPECT_EQ(Slice(t.target, MapSourceRange(t, {0, 4})), "öffnen");
+  EXPECT_EQ(Slice(t.target, MapSourceRange(t, {9, 13})), "Datei");
+}
+
+TEST(MapSourcePoint, LandsOnAWordBoundaryAfterTheAlignedWord) {
+  const auto t = Aligned("save to disk", {"▁save", "▁to", "▁disk", "</s>"}, "auf Platte speichern",
+                         {"▁auf", "▁Pla", "tte", "▁speichern", "</s>"}, {1, 2, 2, 0, 3});
+  EXPECT_EQ(MapSourcePoint(t, 4), std::string("auf Platte speichern").size());  // after "save"
+  EXPECT_EQ(MapSourcePoint(t, 12), std::string("auf Platte").size());           // after "disk"
+  // Nothing before: before the word "save" aligns to.
+  EXPECT_EQ(MapSourcePoint(t, 0), std::string("auf Platte ").size());
+}
+
+TEST(MapSourcePoint, WithoutAlignmentUsesTheEdgesOrTheRelativePosition) {
+  AlignedTranslation t;
+  t.source = "one two three four";
+  t.target = "eins zwei drei vier";
+  t.source_tokens = PieceRanges(t.source, {"▁one", "▁two", "▁three", "▁four"});
+  t.target_tokens = PieceRanges(t.target, {"▁eins", "▁zwei", "▁drei", "▁vier"});
+  EXPECT_EQ(MapSourcePoint(t, 0), 0u);
+  EXPECT_EQ(MapSourcePoint(t, t.source.size()), t.target.size());
+  const size_t mid = MapSourcePoint(t, 8);
+  EXPECT_TRUE(mid == 9 || mid == 10) << mid;  // a boundary around "zwei"
+}
+
+}  // namespace
+}  // namespace transerve::text

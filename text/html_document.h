@@ -1,0 +1,46 @@
+// An HTML (or XML-like) fragment parsed with a real HTML5 parser (gumbo), cut into the units a
+// translator sees: the text of each block with its inline markup lifted out, and each
+// translatable attribute (title, alt, placeholder). Everything else - other attributes,
+// comments, script/style/code/pre, translate="no" - is written back byte for byte.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "text/marked_text.h"
+
+namespace transerve::text {
+
+class HtmlDocument {
+ public:
+  // INVALID_ARGUMENT only where the input cannot be handled safely (nesting deeper than a
+  // fixed limit); any other input, however broken, parses as a browser would.
+  static absl::StatusOr<HtmlDocument> Parse(std::string_view html);
+
+  HtmlDocument(HtmlDocument&&) noexcept;
+  HtmlDocument& operator=(HtmlDocument&&) noexcept;
+  ~HtmlDocument();
+
+  // The translatable units, in document order. Entities are decoded in their text.
+  const std::vector<MarkedText>& units() const;
+  // The document with unit i replaced by `translations[i]` (as InsertTags wrote it, through
+  // EscapeText for a block or EscapeAttribute for an attribute); all else byte for byte.
+  std::string Render(const std::vector<std::string>& translations) const;
+  // Whether unit i is an attribute value (escaped with EscapeAttribute) or block text.
+  bool IsAttribute(size_t unit) const;
+
+  // Escapes text for the output: &, <, > (and " in attributes), characters the source wrote as
+  // entities written again as those entities.
+  std::string EscapeText(std::string_view text) const;
+  std::string EscapeAttribute(std::string_view text) const;
+
+ private:
+  struct Impl;
+  explicit HtmlDocument(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace transerve::text
