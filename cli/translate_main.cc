@@ -1,5 +1,6 @@
-// transerve-translate: offline translation, one sentence per line on stdin, one line per
-// sentence on stdout, in input order (docs/architecture.md section 2).
+// transerve-translate: offline translation, one text per line on stdin, one line per text on
+// stdout, in input order; or (--document) all of stdin as one document. Each text is read by
+// the text layer (sentences, markup, protected spans: docs/text.md) as the server reads it.
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -12,6 +13,7 @@
 #include "model/core/logging.h"
 #include "model/translator/engine_process.h"
 #include "model/translator/translator.h"
+#include "pipeline/document_segments.h"
 
 ABSL_FLAG(std::string, model_dir, "", "Marian checkpoint directory (Hugging Face layout)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
@@ -28,22 +30,65 @@ ABSL_FLAG(std::string, output_format, "text", "text or jsonl");
 ABSL_FLAG(bool, truncate, false, "Truncate sources longer than the model accepts (else error)");
 ABSL_FLAG(int, num_threads, 0, "Compute threads; 0 = every core");
 ABSL_FLAG(std::string, log_level, "warn", "trace, debug, info, warn, error");
+ABSL_FLAG(std::string, format, "text", "Input: text or html (markup kept, tags carried over)");
+ABSL_FLAG(bool, split_sentences, true,
+          "Translate each sentence of a line as its own sequence (false: each line whole)");
+ABSL_FLAG(bool, protect_spans, true,
+          "Pass format specifiers, URLs, e-mail addresses and file paths through untranslated");
+ABSL_FLAG(bool, document, false,
+          "Read all of stdin as one document and write its translation, layout kept");
+ABSL_FLAG(std::string, language, "en", "The source's language, for its sentence break rules");
 
 namespace transerve {
 namespace {
 
-nlohmann::json HypothesisJson(const TranslationHypothesis& h) {
-  return {{"text", h.text}, {"ids", h.ids}, {"score", h.score}};
+struct TextResult {
+  std::string text;
+  std::vector<int32_t> ids;  // every segment's best ids, in order
+  float score = 0;           // the sum of the segments' scores
+  nlohmann::json sentences = nlohmann::json::array();
+  // With --num_hypotheses > 1: the document of each segment's n-th hypothesis, best first.
+  nlohmann::json nbest = nlohmann::json::array();
+};
+
+TextResult Assemble(const Translator& t, const DocumentSegments& doc,
+                    std::span<const SearchResult> results, int num_hypotheses) {
+  TextResult out;
+  std::vector<text::AlignedTranslation> restored(results.size());
+  for (size_t s = 0; s < results.size(); ++s) {
+    const Hypothesis& h = results[s].hypotheses[0];
+    restored[s] = doc.document.Restore(s, ToAligned(t, doc.document.model_text(s), doc.ids[s], h));
+    out.ids.insert(out.ids.end(), h.ids.begin(), h.ids.end());
+    out.score += h.score;
+    out.sentences.push_back(
+        {{"source", restored[s].source},
+         {"text", restored[s].target},
+         {"confidence", h.ids.empty() ? 0.0f : h.log_prob / static_cast<float>(h.ids.size())}});
+  }
+  out.text = doc.document.Assemble(restored);
+  size_t most = 0;
+  for (const auto& r : results) most = std::max(most, r.hypotheses.size());
+  for (size_t j = 0; num_hypotheses > 1 && j < std::min<size_t>(num_hypotheses, most); ++j) {
+    std::vector<int32_t> ids;
+    float score = 0;
+    for (const auto& r : results) {
+      const Hypothesis& h = r.hypotheses[std::min(j, r.hypotheses.size() - 1)];
+      ids.insert(ids.end(), h.ids.begin(), h.ids.end());
+      score += h.score;
+    }
+    out.nbest.push_back(
+        {{"text", j == 0 ? out.text : AssembleHypothesis(t, doc.document, doc.ids, results, j)},
+         {"ids", ids},
+         {"score", score}});
+  }
+  return out;
 }
 
-std::string FormatLine(const Translation& t, bool jsonl) {
-  if (!jsonl) return t.best.text;
-  nlohmann::json line = HypothesisJson(t.best);
-  if (!t.alternatives.empty()) {
-    nlohmann::json nbest = nlohmann::json::array({HypothesisJson(t.best)});
-    for (const auto& alt : t.alternatives) nbest.push_back(HypothesisJson(alt));
-    line["nbest"] = nbest;
-  }
+std::string FormatLine(const TextResult& r, bool jsonl) {
+  if (!jsonl) return r.text;
+  nlohmann::json line = {
+      {"text", r.text}, {"ids", r.ids}, {"score", r.score}, {"sentences", r.sentences}};
+  if (!r.nbest.empty()) line["nbest"] = r.nbest;
   return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -80,42 +125,89 @@ int Run() {
   }
   const int batch_size = std::max(1, absl::GetFlag(FLAGS_batch_size));
   const bool jsonl = format == "jsonl";
-  const bool truncate = absl::GetFlag(FLAGS_truncate);
+  text::DocumentOptions document_options;
+  const std::string input_format = absl::GetFlag(FLAGS_format);
+  if (input_format == "html") {
+    document_options.format = text::Format::kHtml;
+  } else if (input_format != "text") {
+    std::cerr << "--format must be text or html\n";
+    return 2;
+  }
+  document_options.split_sentences = absl::GetFlag(FLAGS_split_sentences);
+  document_options.protect.detect = absl::GetFlag(FLAGS_protect_spans);
+  document_options.language = absl::GetFlag(FLAGS_language);
+  SegmentSettings settings;
+  settings.max_source_tokens =
+      static_cast<int>((*translator)->model().config.max_position_embeddings);
+  settings.truncate = absl::GetFlag(FLAGS_truncate);
+
+  // Translates the segments of several texts together (batched by length), then puts each text
+  // back together; a text that cannot be read is reported alone and costs the others nothing.
+  std::vector<std::string> lines;
+  auto translate_texts = [&](std::vector<absl::StatusOr<DocumentSegments>>& docs) {
+    std::vector<std::vector<int32_t>> sources;
+    bool alignment = false;
+    for (auto& d : docs) {
+      if (!d.ok()) continue;
+      for (size_t s = 0; s < d->ids.size(); ++s) {
+        sources.push_back(d->ids[s]);
+        alignment = alignment || d->document.needs_alignment(s);
+      }
+    }
+    DecodingOptions o = options;
+    o.return_alignment = alignment;
+    auto results = (*translator)->TranslateSources(sources, o, batch_size);
+    if (!results.ok()) {
+      std::cerr << "transerve-translate: " << results.status() << "\n";
+      std::exit(1);
+    }
+    std::vector<absl::StatusOr<TextResult>> out;
+    size_t next = 0;
+    for (auto& d : docs) {
+      if (!d.ok()) {
+        out.push_back(d.status());
+        continue;
+      }
+      const std::span<const SearchResult> of_text(results->data() + next, d->ids.size());
+      next += d->ids.size();
+      out.push_back(Assemble(**translator, *d, of_text, options.num_hypotheses));
+    }
+    return out;
+  };
+
+  if (absl::GetFlag(FLAGS_document)) {
+    std::string all((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    std::vector<absl::StatusOr<DocumentSegments>> docs;
+    docs.push_back(SegmentDocument(**translator, all, document_options, settings));
+    auto out = translate_texts(docs);
+    if (!out[0].ok()) {
+      std::cerr << "transerve-translate: " << out[0].status() << "\n";
+      return 1;
+    }
+    std::cout << (jsonl ? FormatLine(*out[0], true) + "\n" : out[0]->text);
+    std::cout.flush();
+    return 0;
+  }
 
   // Lines are read in chunks of several batches: enough to sort by length, bounded memory.
   const size_t chunk = static_cast<size_t>(batch_size) * 16;
   int failures = 0;
   size_t line_number = 0;
-  std::vector<std::string> lines;
   auto flush = [&]() {
-    // Each line is validated on its own so one bad line does not cost the others.
-    std::vector<std::string> valid;
-    std::vector<int> error_index(lines.size(), -1);
-    std::vector<std::string> errors;
-    for (size_t i = 0; i < lines.size(); ++i) {
-      auto ids = (*translator)->Tokenize(lines[i], truncate);
-      if (ids.ok()) {
-        valid.push_back(lines[i]);
-      } else {
-        error_index[i] = static_cast<int>(errors.size());
-        errors.push_back(std::string(ids.status().message()));
-      }
+    std::vector<absl::StatusOr<DocumentSegments>> docs;
+    for (const std::string& line : lines) {
+      docs.push_back(SegmentDocument(**translator, line, document_options, settings));
     }
-    auto results = (*translator)->Translate(valid, options, batch_size, truncate);
-    if (!results.ok()) {
-      std::cerr << "transerve-translate: " << results.status() << "\n";
-      std::exit(1);
-    }
-    size_t next = 0;
+    auto out = translate_texts(docs);
     for (size_t i = 0; i < lines.size(); ++i) {
       const size_t n = line_number - lines.size() + i + 1;
-      if (error_index[i] >= 0) {
+      if (!out[i].ok()) {
         ++failures;
-        std::cerr << "transerve-translate: line " << n << ": " << errors[error_index[i]] << "\n";
-        std::cout << (jsonl ? nlohmann::json{{"error", errors[error_index[i]]}}.dump() : "")
-                  << "\n";
+        const std::string error(out[i].status().message());
+        std::cerr << "transerve-translate: line " << n << ": " << error << "\n";
+        std::cout << (jsonl ? nlohmann::json{{"error", error}}.dump() : "") << "\n";
       } else {
-        std::cout << FormatLine((*results)[next++], jsonl) << "\n";
+        std::cout << FormatLine(*out[i], jsonl) << "\n";
       }
     }
     std::cout.flush();
@@ -138,8 +230,9 @@ int Run() {
 int main(int argc, char** argv) {
   transerve::PrepareEngineProcess(argv);
   absl::SetProgramUsageMessage(
-      "Translates stdin to stdout, one sentence per line.\n"
+      "Translates stdin to stdout, one text per line (or --document: all of it as one).\n"
       "  transerve-translate --model_dir=DIR [--beam_size=N] [--max_length=N] [--batch_size=N]\n"
+      "                      [--format=text|html] [--split_sentences=false] [--document]\n"
       "                      [--output_format=text|jsonl] < input.txt");
   absl::FlagsUsageConfig config;
   config.contains_help_flags = [](absl::string_view) { return true; };

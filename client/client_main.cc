@@ -32,6 +32,15 @@ ABSL_FLAG(bool, stream, false, "Use TranslateStream and print text as it is prod
 ABSL_FLAG(bool, show_scores, false, "Append a tab and the score to each line");
 ABSL_FLAG(bool, show_alignment, false, "Ask for the alignment and print it after each line");
 ABSL_FLAG(bool, truncate, false, "Let the server truncate sources that are too long");
+ABSL_FLAG(std::string, format, "text", "How the server reads each text: text or html");
+ABSL_FLAG(bool, split_sentences, true,
+          "Let the server cut each text into sentences (false: each text is one sequence)");
+ABSL_FLAG(std::string, source_language, "",
+          "Source language code, or auto to detect it; with --target_language the server picks "
+          "the model");
+ABSL_FLAG(std::string, target_language, "", "Target language code: the server picks the model");
+ABSL_FLAG(bool, document, false,
+          "Send all of stdin as one text (a document) and print its translation as it is");
 ABSL_FLAG(int, batch_size, 32, "Texts per request when reading stdin");
 ABSL_FLAG(double, timeout, 0, "Deadline per request in seconds; 0 = none");
 ABSL_FLAG(bool, list_models, false, "Print the server's models and exit");
@@ -96,6 +105,12 @@ v1::TranslateRequest MakeRequest(const std::vector<std::string>& texts) {
   o->set_return_scores(absl::GetFlag(FLAGS_show_scores));
   o->set_return_alignment(absl::GetFlag(FLAGS_show_alignment));
   o->set_truncate(absl::GetFlag(FLAGS_truncate));
+  req.set_source_language(absl::GetFlag(FLAGS_source_language));
+  req.set_target_language(absl::GetFlag(FLAGS_target_language));
+  auto* d = req.mutable_document();
+  d->set_format(absl::GetFlag(FLAGS_format) == "html" ? v1::DocumentOptions::FORMAT_HTML
+                                                      : v1::DocumentOptions::FORMAT_TEXT);
+  if (!absl::GetFlag(FLAGS_split_sentences)) d->set_split_sentences(false);
   return req;
 }
 
@@ -105,7 +120,13 @@ int TranslateUnary(v1::Translator::Stub* stub, const std::vector<std::string>& t
   v1::TranslateResponse resp;
   grpc::Status s = stub->Translate(&ctx, MakeRequest(texts), &resp);
   if (!s.ok()) return ReportError(s);
-  for (const auto& t : resp.translations()) std::cout << FormatLine(t) << "\n";
+  if (!resp.detected_language().empty()) {
+    std::cerr << "detected language: " << resp.detected_language() << " (confidence "
+              << resp.detected_language_confidence() << ")\n";
+  }
+  for (const auto& t : resp.translations()) {
+    std::cout << (absl::GetFlag(FLAGS_document) ? t.text() : FormatLine(t) + "\n");
+  }
   std::cout.flush();
   return 0;
 }
@@ -200,6 +221,10 @@ int Run(const std::vector<char*>& positional) {
   if (positional.size() > 1) {
     std::vector<std::string> texts(positional.begin() + 1, positional.end());
     return translate(texts);
+  }
+  if (absl::GetFlag(FLAGS_document)) {
+    std::string all((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    return translate({all});
   }
   const size_t batch = static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_batch_size)));
   std::vector<std::string> texts;

@@ -9,6 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/auth.h"
+#include "server/model_routing.h"
+#include "text/language_code.h"
+#include "text/language_detector.h"
 
 namespace transerve {
 namespace {
@@ -19,21 +22,28 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext* ctx) {
   return absl::FromChrono(tp);
 }
 
-absl::StatusOr<ServedModel*> Resolve(ServiceContext& context, const std::string& name) {
-  if (!context.ready.load())
-    return absl::UnavailableError("the server is still loading its models");
-  if (name.empty()) return context.models.front().get();
-  for (auto& m : context.models) {
-    if (m->name == name) return m.get();
+// The canonical code of a request's language field; "" when the field is empty.
+absl::StatusOr<std::string> LanguageField(const char* field, const std::string& value) {
+  if (value.empty()) return std::string();
+  std::string code = text::CanonicalLanguage(value);
+  if (code.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " '", absl::CHexEscape(value.substr(0, 32)),
+                     "' is not a language code (ISO 639-1 or 639-3, e.g. \"de\" or \"deu\")"));
   }
-  std::vector<std::string> names;
-  for (auto& m : context.models) names.push_back(m->name);
-  // The name is the caller's: escaped and cut, so an error never carries a megabyte back.
-  constexpr size_t kShown = 64;
-  const std::string shown =
-      absl::StrCat(absl::CHexEscape(name.substr(0, kShown)), name.size() > kShown ? "..." : "");
-  return absl::NotFoundError(absl::StrCat("unknown model '", shown,
-                                          "'; this server serves: ", absl::StrJoin(names, ", ")));
+  return code;
+}
+
+// The texts the detector looks at: all of them, up to a bound (detection needs far less).
+std::string DetectionSample(const v1::TranslateRequest& request) {
+  constexpr size_t kMaxBytes = 16 << 10;
+  std::string sample;
+  for (const std::string& t : request.texts()) {
+    if (sample.size() >= kMaxBytes) break;
+    sample.append(t, 0, kMaxBytes - sample.size());
+    sample += '\n';
+  }
+  return sample;
 }
 
 }  // namespace
@@ -53,14 +63,45 @@ absl::Status Authenticate(const ServiceContext& context, const grpc::CallbackSer
 absl::StatusOr<Admission> Admit(ServiceContext& context, const grpc::CallbackServerContext* ctx,
                                 const v1::TranslateRequest& request, std::string* model_name) {
   if (auto s = Authenticate(context, ctx); !s.ok()) return s;
-  auto model = Resolve(context, request.model());
-  if (!model.ok()) return model.status();
-  *model_name = (*model)->name;
-  auto prepared = PrepareRequest(request, *(*model)->translator, context.config.limits);
+  if (!context.ready.load())
+    return absl::UnavailableError("the server is still loading its models");
+  Admission admitted;
+  LanguageRequest languages;
+  languages.model = request.model();
+  auto target = LanguageField("target_language", request.target_language());
+  if (!target.ok()) return target.status();
+  languages.target = *target;
+  if (request.source_language() == "auto") {
+    const bool html = request.document().format() == v1::DocumentOptions::FORMAT_HTML;
+    const auto found = text::DetectLanguages(DetectionSample(request), html, 1);
+    if (!found.empty()) {
+      admitted.detected_language = found.front().code;
+      admitted.detected_confidence = found.front().confidence;
+      languages.source = found.front().code;
+    }
+  } else {
+    auto source = LanguageField("source_language", request.source_language());
+    if (!source.ok()) return source.status();
+    languages.source = *source;
+  }
+  auto route = RouteRequest(context.routable, languages);
+  if (!route.ok()) return route.status();
+  admitted.model = context.models[route->model].get();
+  *model_name = admitted.model->name;
+  // Sentence break rules: the source's language as asked, detected, or the model's.
+  std::string split_language = languages.source;
+  if (split_language.empty() || split_language == "mul") {
+    split_language = admitted.model->languages.source;
+  }
+  auto prepared = PrepareRequest(request, *admitted.model->translator, context.config.limits,
+                                 route->target_token, split_language);
   if (!prepared.ok()) return prepared.status();
-  const absl::Time deadline = DeadlineOf(ctx);
-  if (deadline <= absl::Now()) return absl::DeadlineExceededError("deadline already passed");
-  return Admission{*model, *std::move(prepared), deadline};
+  admitted.prepared = *std::move(prepared);
+  admitted.deadline = DeadlineOf(ctx);
+  if (admitted.deadline <= absl::Now()) {
+    return absl::DeadlineExceededError("deadline already passed");
+  }
+  return admitted;
 }
 
 absl::Status StartSentences(
@@ -79,6 +120,8 @@ absl::Status StartSentences(
     SentenceJob& job = jobs.emplace_back();
     job.source_ids = prepared.sources[i];  // the answer needs them too (counts, alignments)
     job.options = prepared.options;
+    // Markup and protected spans go back where the alignment says, asked for or not.
+    job.options.return_alignment = prepared.options.return_alignment || prepared.needs_alignment[i];
     job.deadline = admitted.deadline;
     job.cancelled = cancelled;
     if (on_progress) {

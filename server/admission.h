@@ -25,19 +25,23 @@ absl::Status Authenticate(const ServiceContext& context, const grpc::CallbackSer
 // An admitted request, kept by its reactor for as long as the call runs.
 struct Admission {
   ServedModel* model = nullptr;
-  PreparedRequest prepared;  // options, tokenized texts (token counts, alignments), ...
+  PreparedRequest prepared;  // options, the texts as documents, their segments' ids, ...
   absl::Time deadline = absl::InfiniteFuture();
+  // With source_language "auto": what the detector said ("" when it could not tell).
+  std::string detected_language;
+  float detected_confidence = 0;
 };
 
-// Token, model (UNAVAILABLE while loading, NOT_FOUND if unknown), request limits (tokenizing on
-// this gRPC thread), deadline. `model_name` is set as soon as the model is known, so a rejected
+// Token, model (UNAVAILABLE while loading; by name or by language pair, detecting the source
+// language for "auto"; NOT_FOUND if none), request limits (segmenting and tokenizing on this
+// gRPC thread), deadline. `model_name` is set as soon as the model is known, so a rejected
 // request is still counted under it. A call that reaches us while draining is served: gRPC
 // accepted it before its shutdown closed the door, and refusing it now would fail it where a
 // balancer cannot retry (the scheduler refuses once it is shut down).
 absl::StatusOr<Admission> Admit(ServiceContext& context, const grpc::CallbackServerContext* ctx,
                                 const v1::TranslateRequest& request, std::string* model_name);
 
-// Queues one job per sentence of an admitted request, then answers its empty texts
+// Queues one job per segment of an admitted request, then answers its empty segments
 // (Translator::IsEmptySource) with the empty translation without queueing them. `on_done(i,
 // result)` and, when set, `on_progress(i, ids)` receive the sentence's index. An error (the queue
 // is full) means nothing was queued and no callback will run.

@@ -46,9 +46,45 @@ absl::StatusOr<DecodingOptions> ResolveOptions(const v1::DecodingOptions& reques
   return o;
 }
 
+absl::StatusOr<text::DocumentOptions> ResolveDocumentOptions(const v1::TranslateRequest& request,
+                                                             const RequestLimits& limits) {
+  const v1::DocumentOptions& d = request.document();
+  text::DocumentOptions o;
+  switch (d.format()) {
+    case v1::DocumentOptions::FORMAT_TEXT:
+      o.format = text::Format::kText;
+      break;
+    case v1::DocumentOptions::FORMAT_HTML:
+      o.format = text::Format::kHtml;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("document.format ", d.format(),
+                                                     " is not FORMAT_TEXT (0) or FORMAT_HTML (1)"));
+  }
+  o.split_sentences = !d.has_split_sentences() || d.split_sentences();
+  o.protect.detect = !d.has_protect_spans() || d.protect_spans();
+  if (d.protected_terms_size() > limits.max_protected_terms) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("document.protected_terms has ", d.protected_terms_size(),
+                     " terms; the limit is ", limits.max_protected_terms));
+  }
+  for (int i = 0; i < d.protected_terms_size(); ++i) {
+    const std::string& term = d.protected_terms(i);
+    size_t bad = 0;
+    if (term.empty() || !utf8::IsValid(term, &bad) || CountCodePoints(term) > 256) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "document.protected_terms[", i, "] must be 1 to 256 characters of valid UTF-8"));
+    }
+    o.protect.caller_terms.push_back(term);
+  }
+  return o;
+}
+
 absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& request,
                                                const Translator& translator,
-                                               const RequestLimits& limits) {
+                                               const RequestLimits& limits,
+                                               const std::string& target_token,
+                                               const std::string& source_language) {
   if (request.texts().empty()) {
     return absl::InvalidArgumentError("texts is empty: give at least one text to translate");
   }
@@ -62,7 +98,14 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& reque
   if (!options.ok()) return options.status();
   prepared.options = *options;
   prepared.return_scores = request.options().return_scores();
-  prepared.sources.reserve(request.texts_size());
+  auto document_options = ResolveDocumentOptions(request, limits);
+  if (!document_options.ok()) return document_options.status();
+  if (!source_language.empty()) document_options->language = source_language;
+  SegmentSettings settings;
+  settings.max_source_tokens = limits.max_source_tokens;
+  settings.truncate = request.options().truncate();
+  settings.target_token = target_token;
+  prepared.texts.reserve(request.texts_size());
   for (int i = 0; i < request.texts_size(); ++i) {
     const std::string& text = request.texts(i);
     size_t bad = 0;
@@ -75,24 +118,25 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& reque
       return absl::InvalidArgumentError(absl::StrCat(
           "texts[", i, "] has ", chars, " characters; the limit is ", limits.max_text_chars));
     }
-    auto ids = translator.Tokenize(text, request.options().truncate());
-    if (!ids.ok()) {
-      return absl::Status(ids.status().code(),
-                          absl::StrCat("texts[", i, "]: ", ids.status().message()));
+    auto segments = SegmentDocument(translator, text, *document_options, settings);
+    if (!segments.ok()) {
+      return absl::Status(segments.status().code(),
+                          absl::StrCat("texts[", i, "]: ", segments.status().message()));
     }
-    if (static_cast<int64_t>(ids->size()) > limits.max_source_tokens) {
-      if (!request.options().truncate()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("texts[", i, "] is ", ids->size(),
-                         " tokens (EOS included); this server accepts at most ",
-                         limits.max_source_tokens, " (or set options.truncate)"));
-      }
-      const int32_t eos = ids->back();
-      ids->resize(static_cast<size_t>(limits.max_source_tokens));
-      ids->back() = eos;
+    if (prepared.sources.size() + segments->ids.size() >
+        static_cast<size_t>(limits.max_sentences)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the request's texts hold more than ", limits.max_sentences,
+                       " sentences, this server's limit per request: send fewer or shorter texts"));
     }
-    prepared.source_tokens += static_cast<int64_t>(ids->size());
-    prepared.sources.push_back(*std::move(ids));
+    PreparedText& prepared_text = prepared.texts.emplace_back();
+    prepared_text.first = prepared.sources.size();
+    for (size_t s = 0; s < segments->ids.size(); ++s) {
+      prepared.source_tokens += static_cast<int64_t>(segments->ids[s].size());
+      prepared.needs_alignment.push_back(segments->document.needs_alignment(s));
+      prepared.sources.push_back(std::move(segments->ids[s]));
+    }
+    prepared_text.document = std::move(segments->document);
   }
   return prepared;
 }

@@ -183,13 +183,24 @@ absl::Status TranserveServer::LoadModels() {
     m->info.set_max_source_tokens(static_cast<int32_t>(std::min<int64_t>(
         c.max_position_embeddings, impl.context.config.limits.max_source_tokens)));
     m->info.set_is_default(models.empty());
+    const auto pair = impl.context.config.model_languages.find(m->name);
+    auto languages = ReadModelLanguages(
+        dir, pair == impl.context.config.model_languages.end() ? "" : pair->second, *m->translator);
+    if (!languages.ok()) return languages.status();
+    m->languages = *std::move(languages);
+    m->info.set_source_language(m->languages.source);
+    m->info.set_target_language(m->languages.target);
+    for (const std::string& t : m->languages.targets()) m->info.add_target_languages(t);
     m->metrics = impl.context.metrics.AddModel(m->name, device, m->translator->dtype(), arch,
                                                impl.context.config.kv_cache_bytes);
     m->scheduler = std::make_unique<Scheduler>(m->translator.get(), impl.context.config.scheduler);
     m->scheduler->SetObserver(m->metrics);
-    Log().info("model '{}' loaded from {} on {}: {}", m->name, dir, device, arch);
+    Log().info("model '{}' loaded from {} on {}: {}, languages {}-{}", m->name, dir, device, arch,
+               m->languages.source.empty() ? "?" : m->languages.source,
+               m->languages.target.empty() ? "?" : m->languages.target);
     models.push_back(std::move(m));
   }
+  for (const auto& m : models) impl.context.routable.push_back({m->name, m->languages});
   impl.context.models = std::move(models);
   impl.context.ready.store(true);
   impl.UpdateHealth();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,7 +19,9 @@
 namespace transerve {
 
 struct ServerConfig {
-  std::vector<std::string> model_dirs;           // name = directory base name; first = default
+  std::vector<std::string> model_dirs;  // name = directory base name; first = default
+  // "SRC-TGT" per model name, over what the model's files say (server/model_languages.h).
+  std::map<std::string, std::string> model_languages;
   std::string address = "0.0.0.0:50051";         // port 0 picks a free port
   std::string metrics_address = "0.0.0.0:9464";  // empty: no HTTP exposer
   std::string device = "auto";

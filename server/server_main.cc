@@ -53,8 +53,16 @@ ABSL_FLAG(absl::Duration, max_queue_wait, absl::Seconds(10),
           "Queue time budget: a sentence not admitted within it is answered RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, kv_cache_mb, 0, "KV cache pool per model, in MiB; 0 = unbounded");
 ABSL_FLAG(int, max_texts_per_request, 64, "Most texts in one request");
-ABSL_FLAG(int, max_text_chars, 4096, "Most Unicode characters per text");
-ABSL_FLAG(int, max_source_tokens, 512, "Most source tokens per text (EOS included)");
+ABSL_FLAG(int, max_text_chars, transerve::RequestLimits{}.max_text_chars,
+          "Most Unicode characters per text (a document)");
+ABSL_FLAG(int, max_sentences_per_request, transerve::RequestLimits{}.max_sentences,
+          "Most sentences (segments) per request, all its texts together");
+ABSL_FLAG(int, max_source_tokens, 512,
+          "Most source tokens per sentence (EOS included); longer sentences are cut at safe "
+          "points (with sentence splitting off: rejected, or truncated with options.truncate)");
+ABSL_FLAG(std::vector<std::string>, model_languages, {},
+          "NAME=SRC-TGT,...: a model's language pair, over what its files say (e.g. "
+          "en-de-small=en-de)");
 ABSL_FLAG(int, max_beam_size, 8, "Largest beam_size a request may ask for");
 ABSL_FLAG(int, max_length, 512, "Largest max_length a request may ask for");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
@@ -197,6 +205,16 @@ int Run() {
   config.scheduler.max_queue_wait = absl::GetFlag(FLAGS_max_queue_wait);
   config.limits.max_texts = absl::GetFlag(FLAGS_max_texts_per_request);
   config.limits.max_text_chars = absl::GetFlag(FLAGS_max_text_chars);
+  config.limits.max_sentences = absl::GetFlag(FLAGS_max_sentences_per_request);
+  for (const std::string& entry : absl::GetFlag(FLAGS_model_languages)) {
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "transerve-server: --model_languages wants NAME=SRC-TGT, got '" << entry
+                << "'\n";
+      return 2;
+    }
+    config.model_languages[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
   config.limits.max_source_tokens = absl::GetFlag(FLAGS_max_source_tokens);
   config.limits.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
   config.limits.max_length = absl::GetFlag(FLAGS_max_length);

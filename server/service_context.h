@@ -14,6 +14,8 @@
 #include "absl/time/time.h"
 #include "model/translator/translator.h"
 #include "server/metrics.h"
+#include "server/model_languages.h"
+#include "server/model_routing.h"
 #include "server/scheduler.h"
 #include "server/server.h"
 #include "transerve/v1/translator.pb.h"
@@ -28,6 +30,7 @@ struct ServedModel {
   std::unique_ptr<Translator> translator;
   std::unique_ptr<Scheduler> scheduler;
   ServerMetrics::ModelMetrics* metrics = nullptr;
+  ModelLanguages languages;
   v1::ModelInfo info;
 };
 
@@ -40,6 +43,7 @@ class ServiceContext {
   const ServerConfig config;
   ServerMetrics metrics;
   std::vector<std::unique_ptr<ServedModel>> models;  // filled once, before `ready`
+  std::vector<RoutableModel> routable;               // the same models, for RouteRequest
   std::atomic<bool> ready{false};
 
   // A translation call starts / has finished (its reactor's OnDone).

@@ -20,9 +20,9 @@
 namespace transerve {
 namespace {
 
-// Streams partial text per sentence as tokens are produced (greedy: the best hypothesis only
-// grows, so its text does too; beam search sends each sentence's text when it is final, since
-// the best beam may change), then each sentence's final result. One write in flight at a time.
+// Streams each text's output in order as its segments complete: plain text sentence by sentence
+// with the layout before each (greedy: the sentence next in line also as its tokens come, since
+// the best hypothesis only grows), HTML as one final chunk. One write in flight at a time.
 class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   StreamReactor(ServiceContext* context, grpc::CallbackServerContext* ctx,
@@ -60,14 +60,45 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
 
  private:
+  // What one text has sent so far.
+  struct TextState {
+    size_t next = 0;           // its next segment to send
+    bool prefix_sent = false;  // the layout before `next` went out with a partial
+    std::string partial;       // `next`'s text sent so far
+    std::vector<SearchResult> results;
+    std::vector<std::optional<text::AlignedTranslation>> restored;
+  };
+
   void Begin() {
     auto admission = Admit(*context_, ctx_, request_, &model_name_);
     if (!admission.ok()) return FailNow(admission.status());
     admitted_ = *std::move(admission);
-    const bool partials = admitted_.prepared.options.beam_size == 1;
-    const size_t n = admitted_.prepared.sources.size();
-    sent_.resize(n);
-    remaining_ = n;
+    const PreparedRequest& prepared = admitted_.prepared;
+    const bool partials = prepared.options.beam_size == 1;
+    const size_t n = prepared.sources.size();
+    owner_.resize(n);
+    {
+      absl::MutexLock lock(&mu_);
+      texts_.resize(prepared.texts.size());
+      for (size_t k = 0; k < prepared.texts.size(); ++k) {
+        const size_t count = prepared.texts[k].count();
+        texts_[k].results.resize(count);
+        texts_[k].restored.resize(count);
+        for (size_t s = 0; s < count; ++s) owner_[prepared.texts[k].first + s] = {k, s};
+        if (count == 0) SendReadyLocked(k);  // empty or layout only: answered at once
+      }
+      remaining_ = n;
+    }
+    StartPendingWrite();
+    if (n == 0) {
+      bool finish = false;
+      {
+        absl::MutexLock lock(&mu_);
+        finish = ShouldFinishLocked();
+      }
+      if (finish) DoFinish();
+      return;
+    }
     std::function<void(size_t, const std::vector<int32_t>&)> progress;
     if (partials)
       progress = [this](size_t i, const std::vector<int32_t>& ids) { OnProgress(i, ids); };
@@ -78,60 +109,114 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     if (!s.ok()) return FailNow(s);
   }
 
+  const text::Document& DocumentOf(size_t k) const { return admitted_.prepared.texts[k].document; }
+
   void OnProgress(size_t i, const std::vector<int32_t>& ids) {
+    const auto [k, seg] = owner_[i];
+    const text::Document& doc = DocumentOf(k);
+    // Only plain text, only the segment next in line, and only when its text is final as it
+    // grows (protected spans are put back at the end).
+    if (!doc.streams_by_segment() || doc.needs_alignment(seg)) return;
     std::string text = admitted_.model->translator->Detokenize(ids);
     v1::TranslateStreamResponse msg;
     {
       absl::MutexLock lock(&mu_);
       if (aborted_.load()) return;
-      std::string& sent = sent_[i];
+      TextState& state = texts_[k];
+      if (state.next != seg) return;
+      std::string& sent = state.partial;
       if (text.size() <= sent.size() || !absl::StartsWith(text, sent)) return;
-      msg.set_index(static_cast<int32_t>(i));
-      msg.set_text_delta(text.substr(sent.size()));
-      msg.set_model(admitted_.model->name);
+      std::string delta = state.prefix_sent ? "" : doc.Prefix(seg);
+      delta += text.substr(sent.size());
+      state.prefix_sent = true;
+      FillChunk(k, std::move(delta), &msg);
       sent = std::move(text);
     }
     Enqueue(msg);
   }
 
   void OnSentence(size_t i, absl::StatusOr<SearchResult> r) {
-    std::optional<v1::TranslateStreamResponse> msg;
-    bool finish = false;
+    const auto [k, seg] = owner_[i];
+    std::optional<text::AlignedTranslation> restored;
     if (r.ok()) {
-      v1::TranslateStreamResponse m;
-      int64_t generated = 0;
-      FillTranslation(*admitted_.model->translator, admitted_.prepared.sources[i], *r,
-                      admitted_.prepared.return_scores, admitted_.prepared.options.num_hypotheses,
-                      m.mutable_translation(), &generated);
-      m.set_index(static_cast<int32_t>(i));
-      m.set_done(true);
-      m.set_model(admitted_.model->name);
-      generated_.fetch_add(generated);
-      msg = std::move(m);
+      restored = RestoredBest(*admitted_.model->translator, admitted_.prepared, k, i, *r);
     }
+    bool finish = false;
     {
       absl::MutexLock lock(&mu_);
       if (!r.ok() && status_.ok()) {
         status_ = SentenceError(r.status(), admitted_.deadline);
         aborted_.store(true);
       }
-      if (msg.has_value()) {
-        const std::string& final_text = msg->translation().text();
-        if (absl::StartsWith(final_text, sent_[i])) {
-          msg->set_text_delta(final_text.substr(sent_[i].size()));
-        } else {
-          Log().warn("stream: partial text of sentence {} is not a prefix of its final text", i);
-          msg->set_text_delta(final_text);
-        }
+      if (r.ok() && status_.ok()) {
+        texts_[k].results[seg] = *std::move(r);
+        texts_[k].restored[seg] = std::move(restored);
+        SendReadyLocked(k);
       }
       --remaining_;
-      if (msg.has_value() && status_.ok()) {
-        EnqueueLocked(*msg);
-      }
       finish = ShouldFinishLocked();
     }
     StartPendingWrite();
     if (finish) DoFinish();
+  }
+
+  // Sends text k's segments that are ready in order, and the text's final chunk once all are.
+  void SendReadyLocked(size_t k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    TextState& state = texts_[k];
+    const text::Document& doc = DocumentOf(k);
+    const size_t count = state.restored.size();
+    const size_t first = admitted_.prepared.texts[k].first;
+    while (state.next < count && state.restored[state.next].has_value()) {
+      const size_t seg = state.next++;
+      if (!doc.streams_by_segment()) continue;
+      const std::string& final_text = state.restored[seg]->target;
+      std::string delta = state.prefix_sent ? "" : doc.Prefix(seg);
+      if (absl::StartsWith(final_text, state.partial)) {
+        delta += final_text.substr(state.partial.size());
+      } else {
+        Log().warn(
+            "stream: partial text of a sentence of text {} is not a prefix of its final text", k);
+        delta += final_text;
+      }
+      state.prefix_sent = false;
+      state.partial.clear();
+      v1::TranslateStreamResponse msg;
+      FillSentence(*admitted_.model->translator, admitted_.prepared, first + seg,
+                   state.results[seg], *state.restored[seg], msg.mutable_sentence());
+      if (state.next == count) {
+        FinishText(k, std::move(delta), &msg);
+      } else {
+        FillChunk(k, std::move(delta), &msg);
+      }
+      EnqueueLocked(msg);
+    }
+    if (state.next == count && (count == 0 || !doc.streams_by_segment())) {
+      v1::TranslateStreamResponse msg;
+      // HTML (or nothing to translate): the whole text in this one chunk.
+      FinishText(k, std::string(), &msg);
+      msg.set_text_delta(msg.translation().text());
+      EnqueueLocked(msg);
+    }
+  }
+
+  void FillChunk(size_t k, std::string delta, v1::TranslateStreamResponse* msg) {
+    msg->set_index(static_cast<int32_t>(k));
+    msg->set_text_delta(std::move(delta));
+    msg->set_model(admitted_.model->name);
+    msg->set_detected_language(admitted_.detected_language);
+    msg->set_detected_language_confidence(admitted_.detected_confidence);
+  }
+
+  // The text's last chunk: the layout after its last segment, and the whole translation.
+  void FinishText(size_t k, std::string delta, v1::TranslateStreamResponse* msg)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (DocumentOf(k).streams_by_segment()) delta += DocumentOf(k).Suffix();
+    FillChunk(k, std::move(delta), msg);
+    msg->set_done(true);
+    int64_t generated = 0;
+    FillDocumentTranslation(*admitted_.model->translator, admitted_.prepared, k, texts_[k].results,
+                            msg->mutable_translation(), &generated);
+    generated_.fetch_add(generated);
   }
 
   void Enqueue(const v1::TranslateStreamResponse& msg) {
@@ -191,7 +276,8 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   const grpc::ByteBuffer* to_start_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::string> sent_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<size_t, size_t>> owner_;  // per source: its text and segment
+  std::vector<TextState> texts_ ABSL_GUARDED_BY(mu_);
   size_t remaining_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };

@@ -3,6 +3,7 @@
 #include <grpcpp/server_context.h>
 
 #include <atomic>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,7 +17,7 @@
 namespace transerve {
 namespace {
 
-// Aggregates the N sentences of one request. Finishes only after every job's on_done, so the
+// Aggregates the segments of one request's texts. Finishes only after every job's on_done, so the
 // RPC's context outlives all callbacks.
 class TranslateReactor final : public grpc::ServerUnaryReactor {
  public:
@@ -44,6 +45,7 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
     const size_t n = admitted_.prepared.sources.size();
     results_.resize(n);
     remaining_ = n;
+    if (n == 0) return Complete();  // every text is empty or layout only
     auto s = StartSentences(
         admitted_, [this] { return cancelled_.load() || aborted_.load(); },
         [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); }, {});
@@ -69,12 +71,16 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
     if (!status_.ok()) return Fail(status_);
     v1::TranslateResponse response;
     int64_t generated = 0;
-    for (size_t i = 0; i < results_.size(); ++i) {
-      FillTranslation(*admitted_.model->translator, admitted_.prepared.sources[i], results_[i],
-                      admitted_.prepared.return_scores, admitted_.prepared.options.num_hypotheses,
-                      response.add_translations(), &generated);
+    const PreparedRequest& prepared = admitted_.prepared;
+    for (size_t i = 0; i < prepared.texts.size(); ++i) {
+      const std::span<const SearchResult> of_text(results_.data() + prepared.texts[i].first,
+                                                  prepared.texts[i].count());
+      FillDocumentTranslation(*admitted_.model->translator, prepared, i, of_text,
+                              response.add_translations(), &generated);
     }
     response.set_model(admitted_.model->name);
+    response.set_detected_language(admitted_.detected_language);
+    response.set_detected_language_confidence(admitted_.detected_confidence);
     *response_ = SerializeMessage(response);
     admitted_.model->metrics->AddTokens(admitted_.prepared.source_tokens, generated);
     FinishWith(grpc::Status::OK);

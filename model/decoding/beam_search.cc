@@ -78,6 +78,7 @@ void BeamSearch::Advance(std::span<const std::vector<TokenScore>> top, const Ten
           AppendAlignmentRow(*alignment, first_row + c.beam, source_->length(), &h.alignment);
         }
         h.score = Normalized(c.score, length);
+        h.log_prob = c.score;
         AddFinished(std::move(h));
       }
       continue;

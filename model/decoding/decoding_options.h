@@ -29,6 +29,9 @@ struct SpecialTokens {
 struct Hypothesis {
   std::vector<int32_t> ids;  // generated ids, EOS included when generated
   float score = 0.0f;
+  // The sum of the generated ids' log-probabilities, before any length normalisation: divided
+  // by ids.size() it is the mean log-probability, the hypothesis's confidence.
+  float log_prob = 0.0f;
   // With return_alignment: [ids.size(), source length] row-major; row s is what the step that
   // generated ids[s] attended to (each row sums to 1). Empty otherwise.
   std::vector<float> alignment;

@@ -30,6 +30,7 @@ void GreedySearch::Advance(std::span<const std::vector<TokenScore>> top, const T
     AppendAlignmentRow(*alignment, first_row, source_->length(), &hypothesis_.alignment);
   }
   hypothesis_.score += best.log_prob;
+  hypothesis_.log_prob += best.log_prob;
   next_input_ = best.token;
   if (best.token == special_.eos || rule.force_eos) {
     done_ = true;

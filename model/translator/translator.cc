@@ -310,7 +310,6 @@ absl::StatusOr<std::vector<SearchResult>> Translator::TranslateIds(
 absl::StatusOr<std::vector<Translation>> Translator::Translate(std::span<const std::string> texts,
                                                                const DecodingOptions& options,
                                                                int max_batch_size, bool truncate) {
-  if (auto s = ValidateOptions(options); !s.ok()) return s;
   std::vector<std::vector<int32_t>> sources;
   sources.reserve(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
@@ -321,13 +320,37 @@ absl::StatusOr<std::vector<Translation>> Translator::Translate(std::span<const s
     }
     sources.push_back(*std::move(ids));
   }
+  auto results = TranslateSources(sources, options, max_batch_size);
+  if (!results.ok()) return results.status();
   std::vector<Translation> translations(texts.size());
-  // Longest first, so each batch holds sentences of similar length; empty texts are not decoded.
-  std::vector<size_t> order;
   for (size_t i = 0; i < texts.size(); ++i) {
+    SearchResult& result = (*results)[i];
+    Translation& t = translations[i];
+    for (size_t h = 0; h < result.hypotheses.size(); ++h) {
+      Hypothesis& hyp = result.hypotheses[h];
+      std::string text = IsEmptySource(sources[i]) ? "" : Detokenize(hyp.ids);
+      TranslationHypothesis out{std::move(text), std::move(hyp.ids), hyp.score};
+      if (h == 0) {
+        t.best = std::move(out);
+      } else {
+        t.alternatives.push_back(std::move(out));
+      }
+    }
+  }
+  return translations;
+}
+
+absl::StatusOr<std::vector<SearchResult>> Translator::TranslateSources(
+    std::span<const std::vector<int32_t>> sources, const DecodingOptions& options,
+    int max_batch_size) {
+  if (auto s = ValidateOptions(options); !s.ok()) return s;
+  std::vector<SearchResult> results(sources.size());
+  // Longest first, so each batch holds sentences of similar length; empty sources are not
+  // decoded.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < sources.size(); ++i) {
     if (IsEmptySource(sources[i])) {
-      Hypothesis empty = EmptySourceResult(options).hypotheses[0];
-      translations[i].best = {"", std::move(empty.ids), empty.score};
+      results[i] = EmptySourceResult(options);
     } else {
       order.push_back(i);
     }
@@ -339,23 +362,11 @@ absl::StatusOr<std::vector<Translation>> Translator::Translate(std::span<const s
     const size_t end = std::min(order.size(), begin + batch);
     std::vector<std::vector<int32_t>> batch_sources;
     for (size_t i = begin; i < end; ++i) batch_sources.push_back(sources[order[i]]);
-    auto results = TranslateIds(batch_sources, options);
-    if (!results.ok()) return results.status();
-    for (size_t i = begin; i < end; ++i) {
-      SearchResult& result = (*results)[i - begin];
-      Translation& t = translations[order[i]];
-      for (size_t h = 0; h < result.hypotheses.size(); ++h) {
-        Hypothesis& hyp = result.hypotheses[h];
-        TranslationHypothesis out{Detokenize(hyp.ids), std::move(hyp.ids), hyp.score};
-        if (h == 0) {
-          t.best = std::move(out);
-        } else {
-          t.alternatives.push_back(std::move(out));
-        }
-      }
-    }
+    auto batch_results = TranslateIds(batch_sources, options);
+    if (!batch_results.ok()) return batch_results.status();
+    for (size_t i = begin; i < end; ++i) results[order[i]] = std::move((*batch_results)[i - begin]);
   }
-  return translations;
+  return results;
 }
 
 }  // namespace transerve

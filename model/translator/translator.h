@@ -62,6 +62,12 @@ class Translator {
                                                      int max_batch_size = 32,
                                                      bool truncate = false);
 
+  // Source ids (EOS included) to search results, in input order: sorted by length into batches
+  // of at most `max_batch_size`; empty sources get EmptySourceResult without decoding.
+  absl::StatusOr<std::vector<SearchResult>> TranslateSources(
+      std::span<const std::vector<int32_t>> sources, const DecodingOptions& options,
+      int max_batch_size = 32);
+
   // Source ids (EOS included) to search results, one batch, static batching.
   absl::StatusOr<std::vector<SearchResult>> TranslateIds(
       std::span<const std::vector<int32_t>> sources, const DecodingOptions& options);

@@ -1,0 +1,77 @@
+#include "pipeline/document_segments.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace transerve {
+
+absl::StatusOr<DocumentSegments> SegmentDocument(const Translator& translator,
+                                                 std::string_view text,
+                                                 const text::DocumentOptions& options,
+                                                 const SegmentSettings& settings) {
+  auto tokenize = [&](std::string_view s, bool truncate) {
+    std::string prefixed = settings.target_token;
+    prefixed.append(s.data(), s.size());
+    return translator.Tokenize(prefixed, truncate);
+  };
+  text::SegmentLimit limit;
+  limit.max_units = settings.max_source_tokens;
+  limit.units = [&](std::string_view s) {
+    auto ids = tokenize(s, /*truncate=*/true);
+    return ids.ok() ? static_cast<int>(ids->size()) : std::numeric_limits<int>::max();
+  };
+  auto document = text::Document::Build(text, options, limit);
+  if (!document.ok()) return document.status();
+  DocumentSegments out{*std::move(document), {}};
+  out.ids.reserve(out.document.segment_count());
+  for (size_t i = 0; i < out.document.segment_count(); ++i) {
+    auto ids = tokenize(out.document.model_text(i), settings.truncate);
+    if (!ids.ok()) return ids.status();
+    if (static_cast<int64_t>(ids->size()) > settings.max_source_tokens) {
+      if (!settings.truncate) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a segment is ", ids->size(), " tokens (EOS included); this server accepts at most ",
+            settings.max_source_tokens, " (split sentences, or set options.truncate)"));
+      }
+      const int32_t eos = ids->back();
+      ids->resize(static_cast<size_t>(settings.max_source_tokens));
+      ids->back() = eos;
+    }
+    out.ids.push_back(*std::move(ids));
+  }
+  return out;
+}
+
+text::AlignedTranslation ToAligned(const Translator& translator, std::string_view model_text,
+                                   const std::vector<int32_t>& source_ids, const Hypothesis& h) {
+  const MarianTokenizer& tok = translator.tokenizer();
+  text::AlignedTranslation t;
+  t.source = std::string(model_text);
+  t.target = translator.Detokenize(h.ids);
+  std::vector<std::string> pieces;
+  for (int32_t id : source_ids) pieces.emplace_back(tok.SourceIdToPiece(id));
+  t.source_tokens = text::PieceRanges(t.source, pieces);
+  pieces.clear();
+  for (int32_t id : h.ids) pieces.emplace_back(tok.TargetIdToPiece(id));
+  t.target_tokens = text::PieceRanges(t.target, pieces);
+  if (h.alignment.size() == t.source_tokens.size() * t.target_tokens.size()) {
+    t.weights = h.alignment;
+  }
+  return t;
+}
+
+std::string AssembleHypothesis(const Translator& translator, const text::Document& document,
+                               std::span<const std::vector<int32_t>> sources,
+                               std::span<const SearchResult> results, size_t j) {
+  std::vector<text::AlignedTranslation> restored(document.segment_count());
+  for (size_t s = 0; s < restored.size(); ++s) {
+    const auto& hyps = results[s].hypotheses;
+    const Hypothesis& h = hyps[std::min(j, hyps.size() - 1)];
+    restored[s] = document.Restore(s, ToAligned(translator, document.model_text(s), sources[s], h));
+  }
+  return document.Assemble(restored);
+}
+
+}  // namespace transerve

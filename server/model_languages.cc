@@ -1,0 +1,98 @@
+#include "server/model_languages.h"
+
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "model/core/read_file.h"
+#include "nlohmann/json.hpp"
+#include "text/language_code.h"
+
+namespace transerve {
+namespace {
+
+// "en-de" -> {"en", "de"}; false when it is not two codes.
+bool ParsePair(const std::string& pair, std::string* source, std::string* target) {
+  const std::vector<std::string> parts = absl::StrSplit(pair, '-');
+  if (parts.size() != 2) return false;
+  *source = text::CanonicalLanguage(parts[0]);
+  *target = text::CanonicalLanguage(parts[1]);
+  return !source->empty() && !target->empty();
+}
+
+void FromTokenizerConfig(const std::string& dir, ModelLanguages* l) {
+  auto text = ReadWholeFile(dir + "/tokenizer_config.json", "tokenizer_config.json");
+  if (!text.ok()) return;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return;
+  auto code = [&](const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_string() ? text::CanonicalLanguage(it->get<std::string>())
+                                            : std::string();
+  };
+  l->source = code("source_lang");
+  l->target = code("target_lang");
+}
+
+// opus-mt-en-de, opus-mt-tc-big-en-de, Helsinki-NLP--opus-mt-en-mul: the last two parts.
+void FromDirectoryName(const std::string& dir, ModelLanguages* l) {
+  const std::string name = std::filesystem::path(dir).lexically_normal().filename().string();
+  const size_t at = name.find("opus-mt-");
+  if (at == std::string::npos) return;
+  const std::vector<std::string> parts = absl::StrSplit(name.substr(at + 8), '-');
+  if (parts.size() < 2) return;
+  std::string s, t;
+  if (ParsePair(absl::StrCat(parts[parts.size() - 2], "-", parts.back()), &s, &t)) {
+    l->source = s;
+    l->target = t;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> ModelLanguages::targets() const {
+  std::vector<std::string> out;
+  for (const auto& [lang, token] : target_tokens) out.push_back(lang);
+  if (out.empty() && !target.empty()) out.push_back(target);
+  return out;
+}
+
+bool ModelLanguages::Serves(std::string_view s, std::string_view t) const {
+  const bool source_ok = s.empty() || source == s || source == "mul";
+  const bool target_ok =
+      target_tokens.empty() ? target == t : target_tokens.contains(std::string(t));
+  return source_ok && target_ok;
+}
+
+std::string ModelLanguages::TokenFor(std::string_view t) const {
+  const auto it = target_tokens.find(std::string(t));
+  return it == target_tokens.end() ? "" : it->second;
+}
+
+absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
+                                                  const std::string& pair,
+                                                  const Translator& translator) {
+  ModelLanguages l;
+  if (!pair.empty()) {
+    if (!ParsePair(pair, &l.source, &l.target)) {
+      return absl::InvalidArgumentError(absl::StrCat("language pair '", pair, "' for ", model_dir,
+                                                     " is not SRC-TGT (e.g. en-de)"));
+    }
+  } else {
+    FromTokenizerConfig(model_dir, &l);
+    if (l.source.empty() || l.target.empty()) FromDirectoryName(model_dir, &l);
+  }
+  const MarianTokenizer& tok = translator.tokenizer();
+  for (int64_t id = 0; id < tok.target_vocab_size(); ++id) {
+    const std::string_view piece = tok.TargetIdToPiece(static_cast<int32_t>(id));
+    const std::string lang = text::TargetTokenLanguage(piece);
+    if (!lang.empty()) l.target_tokens.emplace(lang, std::string(piece));
+  }
+  // One language token in a bilingual model's vocabulary is not a multilingual target.
+  if (l.target_tokens.size() == 1 && l.target != "mul") l.target_tokens.clear();
+  if (!l.target_tokens.empty()) l.target = "mul";
+  return l;
+}
+
+}  // namespace transerve

@@ -1,0 +1,37 @@
+// Which languages a served model translates from and into, so a request can name a language
+// pair instead of a model: from the operator's flag, the model's tokenizer_config.json
+// (source_lang / target_lang), or an OPUS-MT directory name (opus-mt-SRC-TGT), in that order;
+// a multilingual model's target languages from its >>xx<< vocabulary tokens.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/translator/translator.h"
+
+namespace transerve {
+
+struct ModelLanguages {
+  std::string source;  // canonical (text::CanonicalLanguage); "mul" any; "" unknown
+  std::string target;  // canonical; "mul" several (see target_tokens); "" unknown
+  // A multilingual model's target languages and the token that asks for each (">>deu<<").
+  std::map<std::string, std::string> target_tokens;
+
+  // Every language this model translates into.
+  std::vector<std::string> targets() const;
+  // Whether it translates `source` into `target` (canonical codes; "" source: any).
+  bool Serves(std::string_view source, std::string_view target) const;
+  // The token to put before a text for `target` ("" when the model needs none).
+  std::string TokenFor(std::string_view target) const;
+};
+
+// `pair` is the operator's "SRC-TGT" for this model ("" when not given). INVALID_ARGUMENT when
+// it is given and malformed.
+absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
+                                                  const std::string& pair,
+                                                  const Translator& translator);
+
+}  // namespace transerve

@@ -1,0 +1,81 @@
+#include "server/model_routing.h"
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace transerve {
+namespace {
+
+std::string Pair(const ModelLanguages& l) {
+  auto code = [](const std::string& c) { return c.empty() ? std::string("?") : c; };
+  if (!l.target_tokens.empty()) {
+    return absl::StrCat(code(l.source), "-{", absl::StrJoin(l.targets(), ","), "}");
+  }
+  return absl::StrCat(code(l.source), "-", code(l.target));
+}
+
+std::string Served(const std::vector<RoutableModel>& models) {
+  std::vector<std::string> parts;
+  for (const auto& m : models) parts.push_back(absl::StrCat(m.name, " (", Pair(m.languages), ")"));
+  return absl::StrJoin(parts, ", ");
+}
+
+// The caller's text, escaped and cut, so an error never carries a megabyte back.
+std::string Shown(const std::string& s) {
+  constexpr size_t kShown = 64;
+  return absl::StrCat(absl::CHexEscape(s.substr(0, kShown)), s.size() > kShown ? "..." : "");
+}
+
+Route RouteTo(const std::vector<RoutableModel>& models, size_t i, const std::string& target) {
+  return Route{i, target.empty() ? "" : models[i].languages.TokenFor(target)};
+}
+
+}  // namespace
+
+absl::StatusOr<Route> RouteRequest(const std::vector<RoutableModel>& models,
+                                   const LanguageRequest& request) {
+  if (!request.model.empty()) {
+    for (size_t i = 0; i < models.size(); ++i) {
+      if (models[i].name != request.model) continue;
+      const ModelLanguages& l = models[i].languages;
+      // A model whose files do not say its languages is taken at the caller's word.
+      const bool target_ok =
+          request.target.empty() || l.target.empty() || l.Serves("", request.target);
+      const bool source_ok = request.source.empty() || l.source.empty() ||
+                             l.source == request.source || l.source == "mul";
+      if (!target_ok || !source_ok) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model '", models[i].name, "' translates ", Pair(l), ", not ",
+                         request.source.empty() ? "?" : request.source, "-",
+                         request.target.empty() ? "?" : request.target));
+      }
+      return RouteTo(models, i, request.target);
+    }
+    return absl::NotFoundError(absl::StrCat("unknown model '", Shown(request.model),
+                                            "'; this server serves: ", Served(models)));
+  }
+  if (request.target.empty()) {
+    if (request.source.empty()) return Route{0, ""};
+    // A named source only: the default model if it reads that language, else the first that does.
+    for (size_t i = 0; i < models.size(); ++i) {
+      const std::string& s = models[i].languages.source;
+      if (s == request.source || s == "mul") return Route{i, ""};
+    }
+    return absl::NotFoundError(absl::StrCat("no model translates from '", request.source,
+                                            "'; this server serves: ", Served(models)));
+  }
+  // A bilingual model for the pair first, then a multilingual one.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < models.size(); ++i) {
+      const ModelLanguages& l = models[i].languages;
+      if ((pass == 0) != l.target_tokens.empty()) continue;
+      if (l.Serves(request.source, request.target)) return RouteTo(models, i, request.target);
+    }
+  }
+  return absl::NotFoundError(
+      absl::StrCat("no model translates ", request.source.empty() ? "" : request.source + " ",
+                   "into '", request.target, "'; this server serves: ", Served(models)));
+}
+
+}  // namespace transerve

@@ -1,0 +1,37 @@
+// Which served model answers a request: the one it names, or the one that translates the
+// language pair it names (source_language "auto": the detected language). Pure: unit-tested
+// over a list of model descriptions, without a server.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/model_languages.h"
+
+namespace transerve {
+
+struct RoutableModel {
+  std::string name;
+  ModelLanguages languages;
+};
+
+struct LanguageRequest {
+  std::string model;   // as asked; "" = by languages, or the default
+  std::string source;  // canonical; "" = any
+  std::string target;  // canonical; "" = the model's own
+};
+
+struct Route {
+  size_t model = 0;          // index into the models
+  std::string target_token;  // put before every segment ("" for a bilingual model)
+};
+
+// NOT_FOUND: no model of that name, or none for the pair (the message lists what is served);
+// INVALID_ARGUMENT: the named model does not serve the named pair. With no model and no target
+// language, the first (default) model, unless a source language is named that it does not
+// translate from and another model does. `models` must not be empty.
+absl::StatusOr<Route> RouteRequest(const std::vector<RoutableModel>& models,
+                                   const LanguageRequest& request);
+
+}  // namespace transerve

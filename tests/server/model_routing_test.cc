@@ -1,0 +1,189 @@
+// Choosing a model by name or by language pair (server/model_routing.h), and reading a model's
+// languages from its files (server/model_languages.h).
+#include "server/model_routing.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "model/translator/translator.h"
+#include "server/model_languages.h"
+
+namespace transerve {
+namespace {
+
+ModelLanguages Pair(std::string s, std::string t) {
+  ModelLanguages l;
+  l.source = std::move(s);
+  l.target = std::move(t);
+  return l;
+}
+
+ModelLanguages Multilingual(std::string s, std::map<std::string, std::string> tokens) {
+  ModelLanguages l;
+  l.source = std::move(s);
+  l.target = "mul";
+  l.target_tokens = std::move(tokens);
+  return l;
+}
+
+std::vector<RoutableModel> Served() {
+  return {{"en-de", Pair("en", "de")},
+          {"en-fr", Pair("en", "fr")},
+          {"de-en", Pair("de", "en")},
+          {"en-mul", Multilingual("en", {{"de", ">>deu<<"}, {"es", ">>spa<<"}, {"it", ">>ita<<"}})},
+          {"mul-en", Pair("mul", "en")}};
+}
+
+absl::StatusOr<Route> RouteOf(std::string model, std::string source, std::string target) {
+  return RouteRequest(Served(), LanguageRequest{model, source, target});
+}
+
+TEST(RouteRequest, NoModelNoLanguageIsTheDefault) {
+  auto r = RouteOf("", "", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->model, 0u);
+  EXPECT_EQ(r->target_token, "");
+}
+
+TEST(RouteRequest, APairPicksTheBilingualModelFirst) {
+  auto r = RouteOf("", "en", "de");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->model, 0u);
+  EXPECT_EQ(r->target_token, "");
+  r = RouteOf("", "en", "fr");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->model, 1u);
+  r = RouteOf("", "de", "en");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->model, 2u);
+}
+
+TEST(RouteRequest, AMultilingualTargetGetsItsToken) {
+  auto r = RouteOf("", "en", "es");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model, 3u);
+  EXPECT_EQ(r->target_token, ">>spa<<");
+  // Named, the multilingual model also serves a language a bilingual model has.
+  r = RouteOf("en-mul", "", "de");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->target_token, ">>deu<<");
+}
+
+TEST(RouteRequest, AMultilingualSourceReadsAnyLanguage) {
+  auto r = RouteOf("", "fi", "en");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model, 4u);
+  // ... but a bilingual model for the pair comes first.
+  r = RouteOf("", "de", "en");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->model, 2u);
+}
+
+TEST(RouteRequest, ATargetAloneTakesAnySource) {
+  auto r = RouteOf("", "", "fr");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->model, 1u);
+}
+
+TEST(RouteRequest, ASourceAloneTakesTheFirstModelReadingIt) {
+  auto r = RouteOf("", "de", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->model, 2u);
+}
+
+TEST(RouteRequest, UnservedPairsAndNamesAreNotFoundWithWhatIsServed) {
+  auto r = RouteOf("", "en", "ja");
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("en-de (en-de)"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("en-{de,es,it}"), std::string::npos) << r.status();
+  EXPECT_EQ(RouteOf("nope", "", "").status().code(), absl::StatusCode::kNotFound);
+  std::vector<RoutableModel> bilingual{{"en-de", Pair("en", "de")}};
+  EXPECT_EQ(RouteRequest(bilingual, LanguageRequest{"", "ja", ""}).status().code(),
+            absl::StatusCode::kNotFound);
+  // A multilingual source reads Japanese too.
+  auto any = RouteOf("", "ja", "");
+  ASSERT_TRUE(any.ok());
+  EXPECT_EQ(any->model, 4u);
+}
+
+TEST(RouteRequest, ANamedModelMustServeTheNamedPair) {
+  EXPECT_EQ(RouteOf("en-de", "en", "fr").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RouteOf("en-de", "fr", "de").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(RouteOf("en-de", "en", "de").ok());
+  EXPECT_TRUE(RouteOf("mul-en", "sv", "en").ok());
+}
+
+TEST(RouteRequest, AModelWithUnknownLanguagesIsTakenAtTheCallersWord) {
+  std::vector<RoutableModel> models{{"mystery", ModelLanguages{}}};
+  auto r = RouteRequest(models, LanguageRequest{"mystery", "en", "de"});
+  EXPECT_TRUE(r.ok()) << r.status();
+  // ... but is never picked by languages alone.
+  EXPECT_EQ(RouteRequest(models, LanguageRequest{"", "en", "de"}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+class ModelLanguagesTest : public ::testing::Test {
+ protected:
+  static const Translator& Model() {
+    static Translator* t = [] {
+      TranslatorOptions o;
+      o.model_dir = TRANSERVE_SOURCE_DIR "/tests/fixtures/tiny-marian/model";
+      o.num_threads = 1;
+      auto r = Translator::Create(o);
+      EXPECT_TRUE(r.ok()) << r.status();
+      return r->release();
+    }();
+    return *t;
+  }
+  // A directory with only a tokenizer_config.json (languages are read from the files alone).
+  std::string Dir(const std::string& name, const std::string& config) {
+    const auto dir = std::filesystem::path(::testing::TempDir()) / name;
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "tokenizer_config.json") << config;
+    return dir.string();
+  }
+};
+
+TEST_F(ModelLanguagesTest, ReadsTheTokenizerConfig) {
+  auto l = ReadModelLanguages(Dir("m1", R"({"source_lang": "eng", "target_lang": "deu"})"), "",
+                              Model());
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->source, "en");
+  EXPECT_EQ(l->target, "de");
+  EXPECT_TRUE(l->Serves("en", "de"));
+  EXPECT_FALSE(l->Serves("en", "fr"));
+}
+
+TEST_F(ModelLanguagesTest, FallsBackToTheOpusMtDirectoryName) {
+  auto l = ReadModelLanguages(Dir("opus-mt-fr-es", "{}"), "", Model());
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->source, "fr");
+  EXPECT_EQ(l->target, "es");
+  l = ReadModelLanguages(Dir("opus-mt-tc-big-en-pt", "not json"), "", Model());
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->source, "en");
+  EXPECT_EQ(l->target, "pt");
+}
+
+TEST_F(ModelLanguagesTest, TheOperatorsPairWinsAndIsChecked) {
+  auto l = ReadModelLanguages(Dir("opus-mt-fr-es2", R"({"source_lang": "fra"})"), "sv-fi",
+                              Model());
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->source, "sv");
+  EXPECT_EQ(l->target, "fi");
+  EXPECT_EQ(ReadModelLanguages(Dir("x", "{}"), "english", Model()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ModelLanguagesTest, UnknownWhenNothingSays) {
+  auto l = ReadModelLanguages(Dir("plain", "{}"), "", Model());
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->source, "");
+  EXPECT_EQ(l->target, "");
+  EXPECT_TRUE(l->targets().empty());
+}
+
+}  // namespace
+}  // namespace transerve
