@@ -3,6 +3,7 @@
 #include <unicode/brkiter.h>
 #include <unicode/locid.h>
 #include <unicode/uchar.h>
+#include <unicode/ures.h>
 #include <unicode/utext.h>
 #include <unicode/utf8.h>
 
@@ -11,43 +12,74 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
+
+#include "text/abbreviations.h"
 
 namespace transerve::text {
 namespace {
 
 bool IsAsciiNonSpace(char c) { return c > ' ' && c < 0x7F; }
+bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 
-// Abbreviations that stand before a name or a number, so a capital after them starts no
-// sentence; ICU's English list (ss=standard) has "Mr." and "Mrs." but lacks these. Only
-// languages written in Latin script get them.
-constexpr const char* kMoreAbbreviations[] = {
-    "Dr.",   "Drs.", "Prof.", "St.",  "Gen.", "Sr.",  "Sra.", "Lt.",    "Sgt.",
-    "Capt.", "Col.", "Gov.",  "Sen.", "Rep.", "Rev.", "Fig.", "Figs.",  "Ref.",
-    "Dept.", "Mt.",  "Ave.",  "e.g.", "i.e.", "cf.",  "vs.",  "approx."};
-
-// Abbreviations that end no sentence when a number follows ("No. 5"), but may otherwise
-// ("No. It was not.").
-constexpr const char* kBeforeNumber[] = {"No.",  "Nos.", "Nr.", "Vol.", "Ch.",  "Sec.",
-                                         "Art.", "Eq.",  "p.",  "pp.",  "Tab.", "Ex."};
-
-bool UsesLatinAbbreviations(const std::string& language) {
-  for (const char* code : {"en", "de", "fr", "es", "it", "pt", "nl", "sv", "da", "nb",
-                           "no", "fi", "pl", "cs", "ro", "ca", "hu", "sk", "sl", "hr"}) {
-    if (language.rfind(code, 0) == 0 &&
-        (language.size() == 2 || language[2] == '_' || language[2] == '-')) {
-      return true;
-    }
-  }
-  return false;
+UChar32 CodePointAt(std::string_view s, size_t pos) {
+  if (pos >= s.size()) return -1;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(s.data() + pos);
+  const int32_t n = static_cast<int32_t>(std::min<size_t>(4, s.size() - pos));
+  int32_t i = 0;
+  UChar32 c;
+  U8_NEXT(bytes, i, n, c);
+  return c;
 }
 
-// The word before the break at `pos` (its trailing spaces skipped, an opening bracket or quote
-// dropped) is an abbreviation from the lists above or a single capital initial ("J.").
-// ICU's FilteredBreakIteratorBuilder cannot take these: an entry that is also the start of a
-// longer one ("Lt." beside "Lt.Cdr.", "A." beside "A.M.") or that holds two full stops
-// ("e.g.") never suppresses a break (measured, ICU 72).
-bool AfterAbbreviation(std::string_view line, size_t pos) {
+// Building an iterator loads rule data (tens of microseconds); each thread keeps one per
+// language and rule set and only points it at new text.
+icu::BreakIterator* CachedIterator(const std::string& language, bool icu_suppressions) {
+  thread_local std::map<std::pair<std::string, bool>, std::unique_ptr<icu::BreakIterator>> cache;
+  auto& slot = cache[{language, icu_suppressions}];
+  if (slot) return slot.get();
+  UErrorCode status = U_ZERO_ERROR;
+  icu::Locale locale(language.c_str());
+  if (locale.isBogus()) locale = icu::Locale::getRoot();
+  if (icu_suppressions) locale.setKeywordValue("ss", "standard", status);
+  if (U_FAILURE(status)) status = U_ZERO_ERROR;  // no suppressions then; plain rules still hold
+  slot.reset(icu::BreakIterator::createSentenceInstance(locale, status));
+  if (U_FAILURE(status)) {
+    status = U_ZERO_ERROR;
+    slot.reset(icu::BreakIterator::createSentenceInstance(icu::Locale::getRoot(), status));
+  }
+  if (U_FAILURE(status)) slot.reset();
+  return slot.get();
+}
+
+// The abbreviation list ICU ships for the locale (what ss=standard uses), read from its data.
+const std::set<std::string, std::less<>>& IcuLocaleList(const std::string& language) {
+  thread_local std::map<std::string, std::set<std::string, std::less<>>> cache;
+  auto [it, inserted] = cache.try_emplace(language);
+  if (!inserted) return it->second;
+  UErrorCode status = U_ZERO_ERROR;
+  const std::string tree = std::string(U_ICUDATA_NAME) + "-brkitr";
+  UResourceBundle* bundle = ures_open(tree.c_str(), language.c_str(), &status);
+  UResourceBundle* exceptions = ures_getByKey(bundle, "exceptions", nullptr, &status);
+  UResourceBundle* list = ures_getByKey(exceptions, "SentenceBreak", nullptr, &status);
+  while (U_SUCCESS(status) && ures_hasNext(list)) {
+    int32_t length = 0;
+    const UChar* word = ures_getNextString(list, &length, nullptr, &status);
+    if (U_FAILURE(status)) break;
+    std::string utf8;
+    icu::UnicodeString(word, length).toUTF8String(utf8);
+    it->second.insert(std::move(utf8));
+  }
+  ures_close(list);
+  ures_close(exceptions);
+  ures_close(bundle);
+  return it->second;
+}
+
+// The word before the break at `pos`: its trailing spaces skipped, an opening bracket or quote
+// dropped.
+std::string_view WordBefore(std::string_view line, size_t pos) {
   size_t end = pos;
   while (end > 0 && line[end - 1] == ' ') --end;
   size_t begin = end;
@@ -55,17 +87,15 @@ bool AfterAbbreviation(std::string_view line, size_t pos) {
   while (begin < end && std::string_view("(\"'[").find(line[begin]) != std::string_view::npos) {
     ++begin;
   }
-  const std::string_view word = line.substr(begin, end - begin);
-  if (word.size() == 2 && word[0] >= 'A' && word[0] <= 'Z' && word[1] == '.') return true;
-  for (const char* abbreviation : kMoreAbbreviations) {
-    if (word == abbreviation) return true;
-  }
-  if (pos < line.size() && line[pos] >= '0' && line[pos] <= '9') {
-    for (const char* abbreviation : kBeforeNumber) {
-      if (word == abbreviation) return true;
-    }
-  }
-  return false;
+  return line.substr(begin, end - begin);
+}
+
+// ICU's list as a whole-word test: ICU's own filter matches entries as suffixes ("Q." keeps
+// "FAQ." from ending a sentence, German "Test." any "...test.") and ignores entries with two
+// full stops ("e.g.") or that start a longer one ("Lt." beside "Lt.Cdr.").
+bool InIcuLocaleList(std::string_view line, size_t pos, const std::string& language) {
+  const auto& list = IcuLocaleList(language);
+  return list.find(WordBefore(line, pos)) != list.end();
 }
 
 // "Where?" she asked: ICU ends a sentence after ? or ! whatever follows, unlike after a full
@@ -80,33 +110,27 @@ bool LowerCaseAfterQuestion(std::string_view line, size_t pos) {
   if (before == 0 || before == pos || (line[before - 1] != '?' && line[before - 1] != '!')) {
     return false;
   }
-  const auto* s = reinterpret_cast<const uint8_t*>(line.data() + pos);
-  const int32_t n = static_cast<int32_t>(std::min<size_t>(4, line.size() - pos));
-  int32_t i = 0;
-  UChar32 c;
-  U8_NEXT(s, i, n, c);
+  const UChar32 c = CodePointAt(line, pos);
   return c >= 0 && u_islower(c);
 }
 
-// Building an iterator loads rule data (tens of microseconds); each thread keeps one per
-// language and rule set and only points it at new text.
-icu::BreakIterator* CachedIterator(const std::string& language, BreakRules rules) {
-  thread_local std::map<std::pair<std::string, BreakRules>, std::unique_ptr<icu::BreakIterator>>
-      cache;
-  auto& slot = cache[{language, rules}];
-  if (slot) return slot.get();
-  UErrorCode status = U_ZERO_ERROR;
-  icu::Locale locale(language.c_str());
-  if (locale.isBogus()) locale = icu::Locale::getRoot();
-  if (rules != BreakRules::kIcu) locale.setKeywordValue("ss", "standard", status);
-  if (U_FAILURE(status)) status = U_ZERO_ERROR;  // no suppressions then; plain rules still hold
-  slot.reset(icu::BreakIterator::createSentenceInstance(locale, status));
-  if (U_FAILURE(status)) {
-    status = U_ZERO_ERROR;
-    slot.reset(icu::BreakIterator::createSentenceInstance(icu::Locale::getRoot(), status));
+// The curated test: an abbreviation of the language, a single-letter initial, or (where the
+// language writes ordinals so) a number of up to three digits with a full stop.
+bool AfterCuratedAbbreviation(std::string_view line, size_t pos, const Abbreviations& list) {
+  const std::string_view word = WordBefore(line, pos);
+  if (word.size() < 2 || word.back() != '.') return false;
+  const std::string_view stem = word.substr(0, word.size() - 1);
+  if (list.single_letters && stem.size() == 1 &&
+      ((stem[0] >= 'A' && stem[0] <= 'Z') || (stem[0] >= 'a' && stem[0] <= 'z'))) {
+    return true;
   }
-  if (U_FAILURE(status)) slot.reset();
-  return slot.get();
+  if (list.always.count(word)) return true;
+  if (list.before_number.count(word) && pos < line.size() && IsAsciiDigit(line[pos])) return true;
+  if (list.ordinals && stem.size() <= 3 && std::all_of(stem.begin(), stem.end(), IsAsciiDigit)) {
+    // "am 3. Oktober", not "im Jahr 2020. Dann" (four digits) nor "Seite 3. 4 Leute".
+    return pos < line.size() && !IsAsciiDigit(line[pos]);
+  }
+  return false;
 }
 
 }  // namespace
@@ -116,20 +140,23 @@ std::vector<size_t> SentenceStarts(std::string_view line, const std::string& lan
   std::vector<size_t> starts;
   // ICU's offsets are 32-bit; a line beyond that stays one sentence (CutLongSentence cuts it).
   if (line.size() < 2 || line.size() > static_cast<size_t>(INT32_MAX)) return starts;
-  icu::BreakIterator* it = CachedIterator(language, rules);
+  icu::BreakIterator* it = CachedIterator(language, rules == BreakRules::kIcuSuppressed);
   if (it == nullptr) return starts;
   UErrorCode status = U_ZERO_ERROR;
   icu::LocalUTextPointer text(
       utext_openUTF8(nullptr, line.data(), static_cast<int64_t>(line.size()), &status));
   it->setText(text.getAlias(), status);
   if (U_FAILURE(status)) return starts;
-  const bool latin = UsesLatinAbbreviations(language);
+  const Abbreviations& curated = AbbreviationsFor(language);
   it->first();
   for (int32_t b = it->next(); b != icu::BreakIterator::DONE; b = it->next()) {
     const auto pos = static_cast<size_t>(b);
     if (pos == 0 || pos >= line.size()) continue;
-    if (rules >= BreakRules::kIcuSuppressedMore && latin && AfterAbbreviation(line, pos)) continue;
-    if (rules == BreakRules::kIcuSuppressedMoreJoined &&
+    if (rules == BreakRules::kIcuLocaleList && InIcuLocaleList(line, pos, language)) continue;
+    if (rules >= BreakRules::kIcuCurated && AfterCuratedAbbreviation(line, pos, curated)) {
+      continue;
+    }
+    if (rules == BreakRules::kIcuCuratedJoined &&
         ((IsAsciiNonSpace(line[pos - 1]) && IsAsciiNonSpace(line[pos])) ||
          LowerCaseAfterQuestion(line, pos))) {
       continue;

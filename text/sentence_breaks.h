@@ -1,6 +1,7 @@
-// Where sentences start inside one line of text, by ICU's sentence rules. The rule variants
-// exist so tests/text/sentence_split_eval can measure them against each other; SplitSentences
-// uses kShipped.
+// Where sentences start inside one line of text: ICU's sentence rules, with the breaks they
+// place wrongly after abbreviations, initials, ordinals and inside URLs taken back. The rule
+// variants exist so tests/text/sentence_split_eval can measure them against each other;
+// SplitSentences uses kShipped.
 #pragma once
 
 #include <cstddef>
@@ -11,16 +12,17 @@
 namespace transerve::text {
 
 enum class BreakRules {
-  kIcu,            // ICU's sentence rules as the locale defines them
-  kIcuSuppressed,  // plus the locale's list of abbreviations never ending a sentence (ss=standard)
-  kIcuSuppressedMore,  // plus, for Latin-script languages, no break after titles and reference
-                       // words ICU's list lacks or cannot apply ("Dr.", "St.", "Fig.", "e.g.")
-                       // nor after a single capital initial ("J. R. R. Tolkien")
-  kIcuSuppressedMoreJoined,  // plus: no break between two ASCII non-space characters ("Yahoo!Inc",
-                             // "?q=" in a URL) nor after ? or ! before a lower-case word
-                             // ("Where?" she asked.)
+  kIcu,               // ICU's sentence rules as the locale defines them
+  kIcuSuppressed,     // ICU's own filter with the locale's abbreviation list (ss=standard)
+  kIcuLocaleList,     // ICU's rules; the same list applied by us, to whole words only
+  kIcuCurated,        // ICU's rules; our list per language: titles and reference words ("Dr.",
+                      // "Fig.", "e.g."), single-letter initials ("J. R. R. Tolkien", "z. B."), and
+                      // ordinals ("3. Oktober") in languages that write them with a full stop
+  kIcuCuratedJoined,  // plus: no break between two ASCII non-space characters ("Yahoo!Inc",
+                      // "?q=" in a URL) nor after ? or ! before a lower-case word ("Where?" she
+                      // asked.)
 };
-inline constexpr BreakRules kShipped = BreakRules::kIcuSuppressedMoreJoined;
+inline constexpr BreakRules kShipped = BreakRules::kIcuCuratedJoined;
 
 // Byte offsets, ascending and inside (0, line.size()), where a new sentence starts. A
 // sentence's trailing whitespace stays with it, as ICU places breaks. `language` is an ICU

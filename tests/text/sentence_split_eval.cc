@@ -119,16 +119,14 @@ int main(int argc, char** argv) {
       {"naive rule ([.!?] + space + upper case)", NaiveStarts},
       {"ICU sentence iterator",
        [&](const std::string& s) { return IcuStarts(s, language, BreakRules::kIcu); }},
-      {"ICU + suppressions (ss=standard)",
+      {"ICU + its filter (ss=standard)",
        [&](const std::string& s) { return IcuStarts(s, language, BreakRules::kIcuSuppressed); }},
-      {"ICU + suppressions + more abbreviations and initials",
-       [&](const std::string& s) {
-         return IcuStarts(s, language, BreakRules::kIcuSuppressedMore);
-       }},
-      {"... + no break between non-spaces or before lower case after ?/!",
-       [&](const std::string& s) {
-         return IcuStarts(s, language, BreakRules::kIcuSuppressedMoreJoined);
-       }},
+      {"ICU + its locale list as whole words",
+       [&](const std::string& s) { return IcuStarts(s, language, BreakRules::kIcuLocaleList); }},
+      {"ICU + curated list, initials, ordinals",
+       [&](const std::string& s) { return IcuStarts(s, language, BreakRules::kIcuCurated); }},
+      {"ICU + curated + no break inside tokens or before lower case after ?/!",
+       [&](const std::string& s) { return IcuStarts(s, language, BreakRules::kIcuCuratedJoined); }},
       {"SplitSentences (shipped)",
        [&](const std::string& s) { return SplitterStarts(s, language); }},
   };

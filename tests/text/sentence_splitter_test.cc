@@ -226,7 +226,10 @@ TEST(SplitSentences, RandomDocumentsRoundTripWithTheRightSentenceCount) {
     for (int s = 0; s < count; ++s) {
       std::string sentence = "The";
       const int n = 1 + static_cast<int>(rng() % 8);
-      for (int w = 0; w < n; ++w) sentence += " " + pick(words);
+      for (int w = 0; w < n; ++w) {
+        sentence += ' ';
+        sentence += pick(words);
+      }
       sentence += pick(stops);
       sentences.push_back(sentence);
       text += sentence;
