@@ -152,6 +152,50 @@ TEST(SplitSentences, German) {
             "cher mit.]");
 }
 
+TEST(SplitSentences, GermanOrdinalsAndShortForms) {
+  EXPECT_EQ(Split("Er kam am 3. Oktober, z. B. mit ca. 5 Leuten. Das ist ein Test. Gut.", "de"),
+            "[Er kam am 3. Oktober, z. B. mit ca. 5 Leuten.]{ }[Das ist ein Test.]{ }[Gut.]");
+  // The region does not matter, only the language.
+  EXPECT_EQ(Split("Wir sind im 21. Jahrhundert. Ja.", "de_AT"),
+            "[Wir sind im 21. Jahrhundert.]{ }[Ja.]");
+  // A year is no ordinal.
+  EXPECT_EQ(Split("Im Jahr 2020. Dann kam 2021.", "de"), "[Im Jahr 2020.]{ }[Dann kam 2021.]");
+}
+
+TEST(SplitSentences, OrdinalsOnlyWhereTheLanguageWritesThem) {
+  EXPECT_EQ(Split("He counted to 10. Then he stopped."),
+            "[He counted to 10.]{ }[Then he stopped.]");
+}
+
+TEST(SplitSentences, NumberAbbreviationsOnlyBeforeANumber) {
+  EXPECT_EQ(Split("Room No. 12 is free. No. It is not."),
+            "[Room No. 12 is free.]{ }[No.]{ }[It is not.]");
+}
+
+TEST(SplitSentences, AbbreviationsAreWholeWords) {
+  // ICU's own filter keeps "FAQ." from ending a sentence because its list holds "Q.".
+  EXPECT_EQ(Split("Read the FAQ. Questions are welcome."),
+            "[Read the FAQ.]{ }[Questions are welcome.]");
+  // "St." is left out on purpose: it ends sentences as "street".
+  EXPECT_EQ(Split("He lives on Baker St. The house is red."),
+            "[He lives on Baker St.]{ }[The house is red.]");
+}
+
+TEST(SplitSentences, FrenchTitles) {
+  EXPECT_EQ(Split("M. Dupont et Mme. Curie sont l\xC3\xA0. Ils parlent.", "fr"),
+            "[M. Dupont et Mme. Curie sont l\xC3\xA0.]{ }[Ils parlent.]");
+}
+
+TEST(SplitSentences, HundredKilobyteLineWithoutSpacesIsOneSentence) {
+  std::mt19937 rng(5);
+  std::string text;
+  while (text.size() < 100000) text += static_cast<char>('a' + rng() % 26);
+  const auto pieces = SplitSentences(text, {});
+  ASSERT_EQ(pieces.size(), 1u);
+  EXPECT_TRUE(pieces[0].translate);
+  EXPECT_EQ(pieces[0].range, (ByteRange{0, text.size()}));
+}
+
 TEST(SplitSentences, French) {
   EXPECT_EQ(Split("C'est l'\xC3\xA9t\xC3\xA9 ! Il fait chaud ? Oui.", "fr"),
             "[C'est l'\xC3\xA9t\xC3\xA9 !]{ }[Il fait chaud ?]{ }[Oui.]");
@@ -360,6 +404,7 @@ TEST(CutLongSentence, RandomSentencesStayWithinTheLimit) {
     }
     const int limit = 1 + static_cast<int>(rng() % 40);
     const auto parts = Cut(s, limit, tokens);
+    size_t offset = 0;
     for (size_t i = 0; i < parts.size(); ++i) {
       // A part over the limit is a single character that alone exceeds it.
       if (tokens(parts[i]) > limit) {
@@ -374,6 +419,30 @@ TEST(CutLongSentence, RandomSentencesStayWithinTheLimit) {
         EXPECT_EQ(parts[i].find(' ', parts[i].size() / 4), std::string::npos)
             << "[" << parts[i] << "]";
       }
+      // A part that ends at a plain space (not after clause punctuation) had no clause end
+      // past a quarter of what would have fit: the cutter prefers those.
+      const size_t text_end = parts[i].find_last_not_of(' ') + 1;
+      if (i + 1 < parts.size() && last == ' ' && text_end > 0 &&
+          std::string_view(",;:.-").find(parts[i][text_end - 1]) == std::string_view::npos) {
+        const std::string rest = s.substr(offset);
+        size_t fit = 0;  // the longest prefix of the rest within the limit
+        for (size_t e = 1; e <= rest.size(); ++e) {
+          const bool inside_code_point =
+              e < rest.size() && (static_cast<unsigned char>(rest[e]) & 0xC0) == 0x80;
+          if (inside_code_point) continue;
+          if (tokens(rest.substr(0, e)) <= limit) fit = e;
+        }
+        for (size_t k = 0; k + 1 < text_end; ++k) {
+          if (std::string_view(",;:.-").find(parts[i][k]) == std::string_view::npos ||
+              parts[i][k + 1] != ' ') {
+            continue;
+          }
+          size_t cut = k + 1;
+          while (cut < parts[i].size() && parts[i][cut] == ' ') ++cut;
+          EXPECT_LE(cut, fit / 4) << "[" << parts[i] << "] fit " << fit;
+        }
+      }
+      offset += parts[i].size();
     }
   }
 }
