@@ -20,6 +20,8 @@
 namespace transerve::text {
 namespace {
 
+constexpr size_t kMaxCachedLanguages = 64;
+
 bool IsAsciiNonSpace(char c) { return c > ' ' && c < 0x7F; }
 bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 
@@ -37,6 +39,10 @@ UChar32 CodePointAt(std::string_view s, size_t pos) {
 // language and rule set and only points it at new text.
 icu::BreakIterator* CachedIterator(const std::string& language, bool icu_suppressions) {
   thread_local std::map<std::pair<std::string, bool>, std::unique_ptr<icu::BreakIterator>> cache;
+  // The language comes from requests: bound what a stream of made-up ones can hold.
+  if (cache.size() >= kMaxCachedLanguages && !cache.count({language, icu_suppressions})) {
+    cache.clear();
+  }
   auto& slot = cache[{language, icu_suppressions}];
   if (slot) return slot.get();
   UErrorCode status = U_ZERO_ERROR;
@@ -56,6 +62,7 @@ icu::BreakIterator* CachedIterator(const std::string& language, bool icu_suppres
 // The abbreviation list ICU ships for the locale (what ss=standard uses), read from its data.
 const std::set<std::string, std::less<>>& IcuLocaleList(const std::string& language) {
   thread_local std::map<std::string, std::set<std::string, std::less<>>> cache;
+  if (cache.size() >= kMaxCachedLanguages && !cache.count(language)) cache.clear();
   auto [it, inserted] = cache.try_emplace(language);
   if (!inserted) return it->second;
   UErrorCode status = U_ZERO_ERROR;

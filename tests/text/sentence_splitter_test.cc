@@ -243,6 +243,16 @@ TEST(SplitSentences, UnknownLanguageFallsBackToRootRules) {
   EXPECT_EQ(Split("One. Two.", "xx-nonsense"), "[One.]{ }[Two.]");
 }
 
+TEST(SplitSentences, ManyMadeUpLanguagesStillSplit) {
+  // More languages than the iterator cache holds: it starts over and keeps working.
+  for (int i = 0; i < 150; ++i) {
+    std::string language = "x";
+    language += std::to_string(i);
+    EXPECT_EQ(Split("One. Two.", language), "[One.]{ }[Two.]");
+  }
+  EXPECT_EQ(Split("Dr. Who. Yes.", "en"), "[Dr. Who.]{ }[Yes.]");
+}
+
 // Random documents from sentences that any rule set splits the same way, joined by random
 // layout: the pieces must give back the text and exactly the sentences put in.
 TEST(SplitSentences, RandomDocumentsRoundTripWithTheRightSentenceCount) {
