@@ -20,6 +20,16 @@ std::optional<v1::TranslateRequest> ParseTranslateRequest(const grpc::ByteBuffer
   for (const auto& t : lenient.texts()) r.add_texts(t);
   r.set_model(lenient.model());
   if (lenient.has_options()) *r.mutable_options() = lenient.options();
+  r.set_source_language(lenient.source_language());
+  r.set_target_language(lenient.target_language());
+  if (lenient.has_document()) {
+    const internal::LenientDocumentOptions& d = lenient.document();
+    v1::DocumentOptions* out = r.mutable_document();
+    out->set_format(d.format());
+    if (d.has_split_sentences()) out->set_split_sentences(d.split_sentences());
+    if (d.has_protect_spans()) out->set_protect_spans(d.protect_spans());
+    for (const auto& term : d.protected_terms()) out->add_protected_terms(term);
+  }
   return r;
 }
 

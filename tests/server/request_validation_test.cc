@@ -73,8 +73,16 @@ TEST(RequestValidationTest, RejectsWhatTheContractRejects) {
                 .message()
                 .find("characters"),
             std::string::npos);
-  EXPECT_EQ(code(Req({"a b c d e f g h"})), absl::StatusCode::kInvalidArgument);
-  auto truncated = Req({"a b c d e f g h"});
+  // Over the token limit: cut at safe points into several segments, none over the limit...
+  auto cut = PrepareRequest(Req({"a b c d e f g h"}), Model(), limits);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  ASSERT_GT(cut->sources.size(), 1u);
+  for (const auto& ids : cut->sources) EXPECT_LE(ids.size(), 6u);
+  // ... and, with sentence splitting off, refused (or truncated) as a single sequence.
+  auto whole = Req({"a b c d e f g h"});
+  whole.mutable_document()->set_split_sentences(false);
+  EXPECT_EQ(code(whole), absl::StatusCode::kInvalidArgument);
+  auto truncated = whole;
   truncated.mutable_options()->set_truncate(true);
   auto p = PrepareRequest(truncated, Model(), limits);
   ASSERT_TRUE(p.ok()) << p.status();
@@ -100,6 +108,41 @@ TEST(RequestValidationTest, RejectsWhatTheContractRejects) {
   ASSERT_TRUE(aligned.ok()) << aligned.status();
   EXPECT_TRUE(aligned->options.return_alignment);
   EXPECT_FALSE(PrepareRequest(Req({"a"}), Model(), limits)->options.return_alignment);
+}
+
+TEST(RequestValidationTest, EveryTextBecomesItsSentences) {
+  RequestLimits limits;
+  auto p = PrepareRequest(Req({"One sentence. And another!\n\nA third?", "", "Just one"}), Model(),
+                          limits);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->texts.size(), 3u);
+  EXPECT_EQ(p->texts[0].count(), 3u);
+  EXPECT_EQ(p->texts[1].count(), 0u);  // nothing to translate
+  EXPECT_EQ(p->texts[2].count(), 1u);
+  EXPECT_EQ(p->texts[2].first, 3u);
+  ASSERT_EQ(p->sources.size(), 4u);
+  EXPECT_EQ(p->sources[1], *Model().Tokenize("And another!", false));
+  limits.max_sentences = 3;
+  EXPECT_EQ(PrepareRequest(Req({"One. Two.", "Three. Four."}), Model(), limits).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RequestValidationTest, DocumentOptionsAreChecked) {
+  RequestLimits limits;
+  auto r = Req({"a"});
+  r.mutable_document()->set_format(static_cast<v1::DocumentOptions::Format>(7));
+  EXPECT_EQ(PrepareRequest(r, Model(), limits).status().code(), absl::StatusCode::kInvalidArgument);
+  r = Req({"a"});
+  r.mutable_document()->add_protected_terms("");
+  EXPECT_EQ(PrepareRequest(r, Model(), limits).status().code(), absl::StatusCode::kInvalidArgument);
+  r = Req({"a"});
+  r.mutable_document()->add_protected_terms("\xff");
+  EXPECT_EQ(PrepareRequest(r, Model(), limits).status().code(), absl::StatusCode::kInvalidArgument);
+  limits.max_protected_terms = 1;
+  r = Req({"a"});
+  r.mutable_document()->add_protected_terms("x");
+  r.mutable_document()->add_protected_terms("y");
+  EXPECT_EQ(PrepareRequest(r, Model(), limits).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(RequestValidationTest, CountsCodePoints) {
