@@ -5,6 +5,7 @@
 #include <cld2/public/encodings.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <limits>
 
@@ -25,6 +26,37 @@ std::string_view ClampToIntLength(std::string_view text) {
   size_t end = kMax;
   while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
   return text.substr(0, end);
+}
+
+// CLD2's sets of statistically close languages (LanguageCloseSet), in our codes; unused slots
+// are empty.
+constexpr std::array<std::array<std::string_view, 4>, 9> kCloseGroups = {{
+    {"bs", "hr", "sr", "sr-ME"},
+    {"da", "nb", "nn"},
+    {"cs", "sk"},
+    {"es", "gl", "pt"},
+    {"id", "ms"},
+    {"hi", "ne", "bh", "mr"},
+    {"xh", "zu"},
+    {"bo", "dz"},
+    {"rw", "rn"},
+}};
+
+// The only candidate in `code`'s close group, or "" when there is none or several.
+std::string_view OnlyCloseCandidate(std::string_view code,
+                                    const std::vector<std::string>& candidates) {
+  for (const auto& group : kCloseGroups) {
+    if (std::find(group.begin(), group.end(), code) == group.end()) continue;
+    std::string_view only;
+    for (std::string_view member : group) {
+      if (member.empty()) continue;
+      if (std::find(candidates.begin(), candidates.end(), member) == candidates.end()) continue;
+      if (!only.empty()) return {};
+      only = member;
+    }
+    return only;
+  }
+  return {};
 }
 
 bool IsRealLanguage(CLD2::Language language) {
@@ -105,6 +137,35 @@ std::vector<DetectedLanguage> DetectLanguages(std::string_view text, bool is_htm
     out.front().reliable = reliable && IsRealLanguage(summary) &&
                            out.front().code == NormalizeLanguageCode(CLD2::LanguageCode(summary));
   }
+  return out;
+}
+
+std::vector<DetectedLanguage> DetectLanguagesAmong(std::string_view text,
+                                                   const std::vector<std::string>& candidates,
+                                                   bool is_html, int max_results) {
+  std::vector<DetectedLanguage> out;
+  for (DetectedLanguage& d : DetectLanguages(text, is_html, /*max_results=*/3)) {
+    if (std::find(candidates.begin(), candidates.end(), d.code) == candidates.end()) {
+      std::string_view sibling = OnlyCloseCandidate(d.code, candidates);
+      if (sibling.empty()) continue;
+      d.code = std::string(sibling);
+    }
+    auto same = std::find_if(out.begin(), out.end(),
+                             [&](const DetectedLanguage& o) { return o.code == d.code; });
+    if (same == out.end()) {
+      out.push_back(std::move(d));
+    } else {
+      same->confidence = std::min(1.0f, same->confidence + d.confidence);
+      same->reliable = same->reliable || d.reliable;
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const DetectedLanguage& a, const DetectedLanguage& b) {
+                     return a.confidence > b.confidence;
+                   });
+  // Only the entry that was first overall can carry CLD2's flag; keep it first or drop it.
+  for (size_t i = 1; i < out.size(); ++i) out[i].reliable = false;
+  if (static_cast<int>(out.size()) > std::max(0, max_results)) out.resize(std::max(0, max_results));
   return out;
 }
 

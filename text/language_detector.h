@@ -35,6 +35,17 @@ struct DetectedLanguage {
 std::vector<DetectedLanguage> DetectLanguages(std::string_view text, bool is_html = false,
                                               int max_results = 3);
 
+// DetectLanguages for a caller that can only use some languages (a server with models for these
+// source languages): answers outside `candidates` are dropped, except that an answer in a group
+// of languages CLD2 itself treats as close (bs/hr/sr, da/nb/nn, cs/sk, es/gl/pt, id/ms, and a few
+// outside Europe) is reported as the group's only candidate when there is exactly one: with
+// candidates {hr, ...} and no bs or sr, a "bs" answer becomes "hr" (CLD2 tells Croatian from
+// Bosnian and Serbian only about half the time; see bench/results/language_detection.json).
+// Candidates are codes as DetectLanguages reports them.
+std::vector<DetectedLanguage> DetectLanguagesAmong(std::string_view text,
+                                                   const std::vector<std::string>& candidates,
+                                                   bool is_html = false, int max_results = 3);
+
 // CLD2's code mapped to the code DetectLanguages reports ("iw" -> "he"); others unchanged.
 std::string NormalizeLanguageCode(std::string_view cld2_code);
 

@@ -213,6 +213,43 @@ TEST(LanguageDetector, MaxResultsLimitsTheList) {
   EXPECT_EQ(one.front(), all.front());
 }
 
+// Croatian that CLD2 reads as Bosnian (written for this test).
+constexpr char kCroatianReadAsBosnian[] =
+    "Nije uspjelo stvaranje privremene datoteke za spremanje podataka.";
+
+TEST(LanguageDetectorAmong, MapsAnswerToTheOnlyCandidateOfItsCloseGroup) {
+  auto plain = DetectLanguages(kCroatianReadAsBosnian);
+  ASSERT_THAT(plain, Not(IsEmpty()));
+  ASSERT_NE(plain.front().code, "hr") << "premise: CLD2 does not say hr here";
+  auto among = DetectLanguagesAmong(kCroatianReadAsBosnian, {"de", "hr", "en"});
+  ASSERT_THAT(among, Not(IsEmpty()));
+  EXPECT_EQ(among.front().code, "hr");
+  EXPECT_FLOAT_EQ(among.front().confidence, plain.front().confidence);
+}
+
+TEST(LanguageDetectorAmong, KeepsTheAnswerWhenTwoOfTheGroupAreCandidates) {
+  auto plain = DetectLanguages(kCroatianReadAsBosnian);
+  ASSERT_THAT(plain, Not(IsEmpty()));
+  auto among = DetectLanguagesAmong(kCroatianReadAsBosnian, {"hr", "bs", "sr"});
+  ASSERT_THAT(among, Not(IsEmpty()));
+  EXPECT_EQ(among.front().code, plain.front().code);
+  // hr and sr are both candidates: a bs answer has no single sibling to become.
+  EXPECT_THAT(DetectLanguagesAmong(kCroatianReadAsBosnian, {"hr", "sr"}),
+              ::testing::Not(::testing::Contains(Field(&DetectedLanguage::code, "bs"))));
+}
+
+TEST(LanguageDetectorAmong, DropsLanguagesOutsideTheCandidates) {
+  const std::string mixed = std::string(kSamples[4].sentence) + " " + kSamples[5].sentence +
+                            " Les enfants jouent dans la cour pendant que leurs parents " +
+                            "discutent sur le banc. " + kSamples[16].sentence;
+  auto among = DetectLanguagesAmong(mixed, {"ru", "de"});
+  ASSERT_EQ(among.size(), 1u);
+  EXPECT_EQ(among.front().code, "ru");
+  EXPECT_FALSE(among.front().reliable) << "the flag was for the first answer overall";
+  EXPECT_THAT(DetectLanguagesAmong(kSamples[2].sentence, {"fr", "es"}), IsEmpty());
+  EXPECT_THAT(DetectLanguagesAmong(kSamples[2].sentence, {}), IsEmpty());
+}
+
 TEST(LanguageDetector, SameAnswerFromManyThreads) {
   std::vector<std::vector<DetectedLanguage>> expected;
   for (const Sample& s : kSamples) expected.push_back(DetectLanguages(s.sentence));
