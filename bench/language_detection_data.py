@@ -21,7 +21,8 @@ dropped when it is
 
 A second, stricter subset, "prose", keeps only strings none of whose words (two letters or
 more, ignoring case) also occur in their msgid: no copied command names, options, product names
-or technical terms. Long texts of that subset join only such strings. The benchmark reports both
+or technical terms (and, being strict, none sharing a word such as "in" that both languages
+have). Long texts of that subset join only such strings. The benchmark reports both
 subsets ("all" and "prose").
 
 These rules are fixed before looking at the detector's answers; they remove strings that are
