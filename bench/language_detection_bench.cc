@@ -105,6 +105,9 @@ nlohmann::json Report(const std::string& subset, const std::vector<Sample>& samp
   std::map<std::string, std::map<std::string, Tally>> tally;  // language -> bucket -> tally
   std::map<std::string, std::map<std::pair<std::string, std::string>, int>> confusions;
   nlohmann::json errors = nlohmann::json::object();
+  // Texts of 20+ characters by the first answer's confidence, in fifths: {texts, correct}.
+  constexpr int kBins = 5;
+  std::pair<int, int> by_confidence[kBins] = {};
   for (const Sample& s : samples) {
     if (s.subset != subset) continue;
     const std::vector<DetectedLanguage> got = DetectLanguages(s.text);
@@ -119,6 +122,12 @@ nlohmann::json Report(const std::string& subset, const std::vector<Sample>& samp
     if (!got.empty() && got.front().reliable) {
       ++t.reliable;
       t.reliable_correct += right;
+    }
+    if (!got.empty() && s.bucket != "tiny") {
+      auto& [n, ok] =
+          by_confidence[std::min(kBins - 1, static_cast<int>(got.front().confidence * kBins))];
+      ++n;
+      ok += right;
     }
     if (right) continue;
     ++confusions[s.bucket][{s.language, first.empty() ? "(none)" : first}];
@@ -175,6 +184,18 @@ nlohmann::json Report(const std::string& subset, const std::vector<Sample>& samp
   std::printf("reliable flag on %d of %d texts of 20+ characters; %.2f%% of those correct\n",
               all_20.reliable, all_20.total,
               all_20.reliable ? 100.0 * all_20.reliable_correct / all_20.reliable : 0.0);
+  nlohmann::json calibration = nlohmann::json::array();
+  std::printf("by confidence of the first answer (20+ characters):");
+  for (int q = 0; q < kBins; ++q) {
+    const auto [n, ok] = by_confidence[q];
+    const double percent = n ? 100.0 * ok / n : 0.0;
+    std::printf(" [%.1f,%.1f) %d: %.2f%%;", q / double(kBins), (q + 1) / double(kBins), n, percent);
+    calibration.push_back({{"confidence_from", q / double(kBins)},
+                           {"confidence_to", (q + 1) / double(kBins)},
+                           {"texts", n},
+                           {"accuracy_percent", percent}});
+  }
+  std::printf("\n");
 
   nlohmann::json top_confusions = nlohmann::json::object();
   for (const std::string& b : kBuckets) {
@@ -196,6 +217,7 @@ nlohmann::json Report(const std::string& subset, const std::vector<Sample>& samp
   return {{"languages_at_99_percent", languages_at_target},
           {"languages_at_99_percent_candidates", languages_at_target_candidates},
           {"overall", overall},
+          {"accuracy_by_confidence", calibration},
           {"languages", languages},
           {"confusions", top_confusions},
           {"errors", errors}};
