@@ -142,15 +142,17 @@ nlohmann::json Report(const std::string& subset, const std::vector<Sample>& samp
   }
 
   // Per language: accuracy per bucket, and over every text of 20 characters or more.
-  std::printf("%-4s %7s %7s %7s %7s | %8s %10s %10s\n", "lang", "tiny", "short", "medium", "long",
-              ">=20", ">=20 cand", ">=20 close");
+  std::printf("%-4s %7s %7s %7s %7s | %8s %10s %10s | %8s %10s\n", "lang", "tiny", "short",
+              "medium", "long", ">=20", ">=20 cand", ">=20 close", ">=50", ">=50 cand");
   std::map<std::string, Tally> per_bucket;
-  Tally all_20;
+  Tally all_20, all_50;
   nlohmann::json languages = nlohmann::json::object();
   int languages_at_target = 0;
   int languages_at_target_candidates = 0;
+  int languages_at_99_from_50 = 0;
+  int languages_at_99_from_50_candidates = 0;
   for (const auto& [language, buckets] : tally) {
-    Tally at_least_20;
+    Tally at_least_20, at_least_50;
     std::printf("%-4s", language.c_str());
     for (const std::string& b : kBuckets) {
       auto it = buckets.find(b);
@@ -158,19 +160,26 @@ nlohmann::json Report(const std::string& subset, const std::vector<Sample>& samp
       std::printf(" %7.2f", t.Accuracy());
       per_bucket[b].Add(t);
       if (b != "tiny") at_least_20.Add(t);
+      if (b == "medium" || b == "long") at_least_50.Add(t);
       languages[language][b] = TallyJson(t);
     }
     all_20.Add(at_least_20);
+    all_50.Add(at_least_50);
     languages[language]["at_least_20_chars"] = TallyJson(at_least_20);
+    languages[language]["at_least_50_chars"] = TallyJson(at_least_50);
+    languages_at_99_from_50 += at_least_50.Accuracy() >= 99.0;
+    languages_at_99_from_50_candidates += at_least_50.CandidateAccuracy() >= 99.0;
     languages_at_target += at_least_20.Accuracy() >= 99.0;
     languages_at_target_candidates += at_least_20.CandidateAccuracy() >= 99.0;
-    std::printf(" | %8.2f %10.2f %10.2f\n", at_least_20.Accuracy(), at_least_20.CandidateAccuracy(),
-                at_least_20.CloseAccuracy());
+    std::printf(" | %8.2f %10.2f %10.2f | %8.2f %10.2f\n", at_least_20.Accuracy(),
+                at_least_20.CandidateAccuracy(), at_least_20.CloseAccuracy(),
+                at_least_50.Accuracy(), at_least_50.CandidateAccuracy());
   }
   std::printf("%-4s", "all");
   for (const std::string& b : kBuckets) std::printf(" %7.2f", per_bucket[b].Accuracy());
-  std::printf(" | %8.2f %10.2f %10.2f\n", all_20.Accuracy(), all_20.CandidateAccuracy(),
-              all_20.CloseAccuracy());
+  std::printf(" | %8.2f %10.2f %10.2f | %8.2f %10.2f\n", all_20.Accuracy(),
+              all_20.CandidateAccuracy(), all_20.CloseAccuracy(), all_50.Accuracy(),
+              all_50.CandidateAccuracy());
   std::printf("%-4s", "cand");
   for (const std::string& b : kBuckets) std::printf(" %7.2f", per_bucket[b].CandidateAccuracy());
   std::printf("\n%-4s", "clos");
@@ -181,6 +190,8 @@ nlohmann::json Report(const std::string& subset, const std::vector<Sample>& samp
       "\n%d of %zu languages at >= 99%% on texts of 20+ characters (%d with candidates); %d "
       "texts\n",
       languages_at_target, tally.size(), languages_at_target_candidates, texts);
+  std::printf("%d of %zu languages at >= 99%% on texts of 50+ characters (%d with candidates)\n",
+              languages_at_99_from_50, tally.size(), languages_at_99_from_50_candidates);
   std::printf("reliable flag on %d of %d texts of 20+ characters; %.2f%% of those correct\n",
               all_20.reliable, all_20.total,
               all_20.reliable ? 100.0 * all_20.reliable_correct / all_20.reliable : 0.0);
@@ -214,8 +225,11 @@ nlohmann::json Report(const std::string& subset, const std::vector<Sample>& samp
   nlohmann::json overall = nlohmann::json::object();
   for (const std::string& b : kBuckets) overall[b] = TallyJson(per_bucket[b]);
   overall["at_least_20_chars"] = TallyJson(all_20);
+  overall["at_least_50_chars"] = TallyJson(all_50);
   return {{"languages_at_99_percent", languages_at_target},
           {"languages_at_99_percent_candidates", languages_at_target_candidates},
+          {"languages_at_99_percent_from_50_chars", languages_at_99_from_50},
+          {"languages_at_99_percent_from_50_chars_candidates", languages_at_99_from_50_candidates},
           {"overall", overall},
           {"accuracy_by_confidence", calibration},
           {"languages", languages},
