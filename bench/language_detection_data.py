@@ -17,7 +17,8 @@ dropped when it is
                which are translated names rather than sentences;
   reversed     Hebrew stored in visual order (reversed: some old catalogs do this), told by
                final letter forms (ך ם ן ף ץ) standing at the start of words more often than at
-               the end.
+               the end, in the string or in its catalog as a whole (a reversed string without
+               final letters is told only by its catalog).
 
 A second, stricter subset, "prose", keeps only strings none of whose words (two letters or
 more, ignoring case) also occur in their msgid: no copied command names, options, product names
@@ -87,10 +88,15 @@ def english_left_in(en, text):
 HEBREW_FINALS = set("ךםןףץ")
 
 
-def reversed_hebrew(text):
+def final_letter_positions(text):
+    """(words starting with a Hebrew final letter form, words ending with one)."""
     words = [w for w in WORD.findall(text) if len(w) >= 2]
-    at_start = sum(1 for w in words if w[0] in HEBREW_FINALS)
-    at_end = sum(1 for w in words if w[-1] in HEBREW_FINALS)
+    return (sum(1 for w in words if w[0] in HEBREW_FINALS),
+            sum(1 for w in words if w[-1] in HEBREW_FINALS))
+
+
+def reversed_hebrew(text):
+    at_start, at_end = final_letter_positions(text)
     return at_start > at_end
 
 
@@ -137,7 +143,15 @@ def collect(locale_dir, locale):
             continue
         domain = name[:-3]
         texts = []
-        for msgid, msgstr in catalog_texts(os.path.join(d, name)):
+        entries = list(catalog_texts(os.path.join(d, name)))
+        at_start = at_end = 0
+        for _msgid, msgstr in entries:
+            s, e = final_letter_positions(msgstr)
+            at_start, at_end = at_start + s, at_end + e
+        if at_start > at_end:
+            dropped["reversed"] += len(entries)
+            continue
+        for msgid, msgstr in entries:
             if NAME_LIST.match(domain):
                 dropped["name_list"] += 1
                 continue
