@@ -6,9 +6,10 @@
 // Bokmål; Nynorsk is its own "nn"), "jw" -> "jv" (Javanese). Languages without a two-letter code
 // keep CLD2's code ("ceb", "haw", "sr-ME").
 //
-// Thread-safe: CLD2 keeps its tables constant and its scoring state on the stack of each call
-// (its only mutable statics feed its debug printing, which is never enabled here); this file
-// keeps no state at all.
+// Thread-safe: CLD2 keeps its tables constant and its scoring state on the stack of each call;
+// its only mutable statics are two variables of its debug printing (never enabled here) that
+// every call resets to the same constant, a formal race without effect. This file keeps no
+// state at all.
 #pragma once
 
 #include <string>
