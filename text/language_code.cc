@@ -29,6 +29,8 @@ std::string CanonicalLanguage(std::string_view code) {
   if (out == "in") return "id";
   if (out == "ji") return "yi";
   if (out == "jw") return "jv";
+  // Norwegian: the macrolanguage and Bokmal, its usual written form, are one for routing.
+  if (out == "no") return "nb";
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "text/language_detector.h"
 
+#include "text/language_code.h"
+
 // compact_lang_det.h uses FILE without including <cstdio>.
 #include <cld2/public/compact_lang_det.h>
 #include <cld2/public/encodings.h>
@@ -66,11 +68,10 @@ bool IsRealLanguage(CLD2::Language language) {
 }  // namespace
 
 std::string NormalizeLanguageCode(std::string_view cld2_code) {
-  if (cld2_code == "iw") return "he";
-  if (cld2_code == "zh-Hant") return "zh";
-  if (cld2_code == "no") return "nb";
-  if (cld2_code == "jw") return "jv";
-  return std::string(cld2_code);
+  // The codes requests and models use (language_code.h): "iw" -> "he", "zh-Hant" -> "zh",
+  // "no" -> "nb", "jw" -> "jv"; what is no language code (CLD2's "un") stays as it is.
+  std::string code = CanonicalLanguage(cld2_code);
+  return code.empty() ? std::string(cld2_code) : code;
 }
 
 std::vector<DetectedLanguage> DetectLanguages(std::string_view text, bool is_html,

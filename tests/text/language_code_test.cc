@@ -16,6 +16,9 @@ TEST(CanonicalLanguage, OneFormForEveryWayOfWritingALanguage) {
   EXPECT_EQ(CanonicalLanguage("iw"), "he");
   EXPECT_EQ(CanonicalLanguage("heb"), "he");
   EXPECT_EQ(CanonicalLanguage("nob"), "nb");
+  EXPECT_EQ(CanonicalLanguage("no"), "nb");
+  EXPECT_EQ(CanonicalLanguage("zh-Hant"), "zh");
+  EXPECT_EQ(CanonicalLanguage("jw"), "jv");
   EXPECT_EQ(CanonicalLanguage("mul"), "mul");
 }
 
