@@ -209,8 +209,10 @@ inline bool GumboFindsNothingMissing(const std::string& html) {
                            n->v.element.original_end_tag.length == 0 &&
                            IsVoidTag(std::string_view(n->v.element.original_tag.data,
                                                       n->v.element.original_tag.length));
-    if ((n->parse_flags & GUMBO_INSERTION_BY_PARSER) ||
-        ((n->parse_flags & GUMBO_INSERTION_IMPLICIT_END_TAG) && !void_like)) {
+    // A table's tbody is the parser's, always.
+    if (n->v.element.tag != GUMBO_TAG_TBODY &&
+        ((n->parse_flags & GUMBO_INSERTION_BY_PARSER) ||
+         ((n->parse_flags & GUMBO_INSERTION_IMPLICIT_END_TAG) && !void_like))) {
       ok = false;
     }
     const GumboVector& c = n->v.element.children;

@@ -244,10 +244,10 @@ TEST(InsertTags, BadTagRangesAndParentsStillGiveEveryTagOnce) {
 // Random trees of tags over random words, translated with a random permutation of the words:
 // every tag comes out exactly once, nested like a stack, with the target's text untouched.
 TEST(InsertTags, RandomTreesAndPermutationsAlwaysNestAndKeepEveryTag) {
-  std::mt19937 rng(20261201);
+  std::mt19937 rng(99);
   const std::vector<std::string> vocabulary = {
       "alpha", "beta", "gamma", "d\xC3\xA9lta", "e", "\xCE\xB6\xCE\xB7", "theta,", "iota."};
-  for (int round = 0; round < 400; ++round) {
+  for (int round = 0; round < 2000; ++round) {
     std::string markup;
     int next_tag = 0;
     std::vector<std::string> open;
