@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <unordered_map>
 #include <utility>
@@ -373,16 +374,15 @@ class Builder {
   // Drops units whose bytes overlap an earlier one (a tree gumbo reordered).
   void Finish() {
     std::vector<size_t> keep;
-    std::vector<ByteRange> taken;
+    std::map<size_t, size_t> taken;  // begin -> end of the units kept
     for (size_t u = 0; u < candidates_.size(); ++u) {
       const Candidate& c = candidates_[u];
       if (c.parent != -1) continue;  // nested in a block unit, or no unit
-      bool overlaps = false;
-      for (const ByteRange& r : taken) {
-        if (c.info.range.begin < r.end && r.begin < c.info.range.end) overlaps = true;
-      }
-      if (overlaps) continue;
-      taken.push_back(c.info.range);
+      const ByteRange r = c.info.range;
+      auto after = taken.lower_bound(r.begin);
+      if (after != taken.end() && after->first < r.end) continue;
+      if (after != taken.begin() && std::prev(after)->second > r.begin) continue;
+      taken.emplace(r.begin, r.end);
       keep.push_back(u);
     }
     std::sort(keep.begin(), keep.end());
@@ -748,6 +748,15 @@ std::string RenderBlock(const std::string& input, const Parsed& doc, size_t unit
   const MarkedText& m = doc.units[unit];
   const std::vector<TagInfo>& tags = doc.info[unit].tags;
   std::vector<bool> used(m.tags.size(), false);
+  // The tags by their start tag's bytes (identical ones taken in order), and the lengths of
+  // those, longest first.
+  std::map<std::string_view, std::pair<size_t, std::vector<int>>> by_open;
+  for (size_t t = 0; t < m.tags.size(); ++t)
+    by_open[m.tags[t].open].second.push_back(static_cast<int>(t));
+  std::vector<size_t> lengths;
+  for (const auto& [open, entry] : by_open) lengths.push_back(open.size());
+  std::sort(lengths.begin(), lengths.end(), std::greater<>());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
   std::vector<int> stack;
   std::string out;
   size_t i = 0;
@@ -773,10 +782,17 @@ std::string RenderBlock(const std::string& input, const Parsed& doc, size_t unit
       i = after;
       continue;
     }
+    // The longest start tag of the unit not yet seen that the text here starts with.
     int best = -1;
-    for (size_t t = 0; t < m.tags.size(); ++t) {
-      if (used[t] || !StartsWith(rest, m.tags[t].open)) continue;
-      if (best < 0 || m.tags[t].open.size() > m.tags[best].open.size()) best = static_cast<int>(t);
+    for (size_t length : lengths) {
+      if (length > rest.size()) continue;
+      const auto it = by_open.find(rest.substr(0, length));
+      if (it == by_open.end()) continue;
+      auto& [next_unused, indices] = it->second;
+      if (next_unused < indices.size()) {
+        best = indices[next_unused++];
+        break;
+      }
     }
     if (best < 0) {
       out += '<';
@@ -811,6 +827,9 @@ absl::StatusOr<HtmlDocument> HtmlDocument::Parse(std::string_view html) {
   GumboOptions options = kGumboDefaultOptions;
   options.fragment_context = GUMBO_TAG_DIV;
   options.fragment_namespace = GUMBO_NAMESPACE_HTML;
+  // gumbo copies the stack of open elements into each parse error it records: quadratic memory
+  // on deep input, and the errors are of no use here.
+  options.max_errors = 0;
   GumboOutput* output = gumbo_parse_with_options(&options, impl->input.data(), impl->input.size());
   if (output == nullptr) return absl::InvalidArgumentError("the HTML parser gave no tree");
   Builder builder(impl->input, &impl->doc);

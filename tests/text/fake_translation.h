@@ -72,8 +72,9 @@ inline AlignedTranslation Identity(const std::string& source, uint32_t seed = 1)
 }
 
 // Target word i is source word order[i], upper-cased, words joined by single spaces.
+// (`aligned` false: no weights, as from a model that returned none.)
 inline AlignedTranslation Reordered(const std::string& source, const std::vector<size_t>& order,
-                                    uint32_t seed = 1) {
+                                    uint32_t seed = 1, bool aligned = true) {
   const auto words = Words(source);
   AlignedTranslation t;
   t.source = source;
@@ -87,7 +88,7 @@ inline AlignedTranslation Reordered(const std::string& source, const std::vector
   for (size_t i = 0; i < target_words.size(); ++i) t.target += (i ? " " : "") + target_words[i];
   t.source_tokens = PieceRanges(source, Pieces(words));
   t.target_tokens = PieceRanges(t.target, Pieces(target_words));
-  t.weights = Weights(to, words.size() + 1, seed);
+  if (aligned) t.weights = Weights(to, words.size() + 1, seed);
   return t;
 }
 
