@@ -102,6 +102,7 @@ class TagPlacer {
  public:
   TagPlacer(const MarkedText& m, const AlignedTranslation& t) : m_(m), t_(t) {
     aligned_ = t.has_alignment();
+    if (aligned_) hard_ = HardAlignment(t);
     const size_t n = m.tags.size();
     ranges_.resize(n);
     children_.resize(n);
@@ -138,7 +139,7 @@ class TagPlacer {
   size_t InsideWordPoint(size_t p, size_t fallback) const {
     if (!aligned_ || !InsideWord(src(), p)) return fallback;
     const ByteRange word{WordStart(src(), p), WordEnd(src(), p)};
-    const ByteRange to = MapSourceRange(t_, word);
+    const ByteRange to = MapSourceRange(t_, hard_, word);
     if (to.empty() || tgt().substr(to.begin, to.end - to.begin) !=
                           src().substr(word.begin, word.end - word.begin)) {
       return fallback;
@@ -189,7 +190,7 @@ class TagPlacer {
     } else if (p >= last) {
       q = hi;
     } else {
-      q = aligned_ ? MapSourcePoint(t_, p) : Proportional(p, sb, se, lo, hi);
+      q = aligned_ ? MapSourcePoint(t_, hard_, p) : Proportional(p, sb, se, lo, hi);
       q = InsideWordPoint(p, q);
       if (q < lo || q > hi) q = Proportional(p, sb, se, lo, hi);
     }
@@ -213,7 +214,7 @@ class TagPlacer {
       b = tfirst;
       e = tlast;
     } else if (aligned_) {
-      const ByteRange to = MapSourceRange(t_, {cb, ce});
+      const ByteRange to = MapSourceRange(t_, hard_, {cb, ce});
       b = InsideWordPoint(cb, to.begin);
       e = InsideWordPoint(ce, to.end);
       if (to.empty() && b >= e) {
@@ -279,6 +280,7 @@ class TagPlacer {
   const MarkedText& m_;
   const AlignedTranslation& t_;
   bool aligned_ = false;
+  std::vector<int> hard_;  // HardAlignment(t_), once
   std::vector<ByteRange> ranges_;
   std::vector<std::vector<int>> children_;
   std::vector<int> roots_;
