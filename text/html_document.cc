@@ -364,7 +364,10 @@ class Builder {
       }
       Run(run);
       run.clear();
-      if (IsRaw(child)) continue;
+      if (IsRaw(child)) {
+        Attributes(child, nullptr);  // <textarea placeholder="..."> (not under translate="no")
+        continue;
+      }
       Attributes(child, /*tag=*/nullptr);
       Block(child);
     }
@@ -593,6 +596,10 @@ class Builder {
       size_t b = SIZE_MAX, en = 0;
       Span(n, &b, &en);
       if (b < en) VoidBytes(s, b, en);
+      // Its start tag's title still is translated: the void tag starts with it.
+      if (s->ok && b < en && OwnsStartTag(n) && Offset(e.original_tag.data) == b) {
+        Attributes(n, &s->tags.back());
+      }
       return;
     }
     if (OwnsStartTag(n) && (IsVoidName(TagName(e)) || SelfClosing(n))) {

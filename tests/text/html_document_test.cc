@@ -207,6 +207,14 @@ std::vector<Case> Cases() {
        "<textarea>raw <b>text</b> here</textarea><p>Label</p>",
        true,
        {"<textarea>raw <b>text</b> here</textarea>"}},
+      {"textarea_placeholder",
+       "<textarea placeholder=\"Type here\">raw &amp; text</textarea>",
+       true,
+       {"raw &amp; text</textarea>"}},
+      {"code_title",
+       "<p>Run <code title=\"the command\">ls -l</code> now</p>",
+       true,
+       {"ls -l</code>"}},
       {"select",
        "<select><option>Red one</option><option>Blue one</option></select>",
        true,
@@ -292,6 +300,21 @@ TEST(HtmlDocument, UnitsAreBlocksAndTranslatableAttributes) {
   EXPECT_EQ(doc->units()[1].tags[0].open, "<b>");
   EXPECT_EQ(doc->units()[1].tags[0].close, "</b>");
   EXPECT_EQ(doc->units()[1].tags[0].range, (ByteRange{4, 7}));
+}
+
+TEST(HtmlDocument, UntranslatedElementsKeepTranslatableAttributesUnlessTranslateNo) {
+  auto doc = HtmlDocument::Parse(
+      "<textarea placeholder=\"Type here\">x</textarea><p>Run <code title=\"a tip\">ls</code> "
+      "now</p><span translate=\"no\" title=\"keep\">k</span>");
+  ASSERT_TRUE(doc.ok());
+  std::vector<std::string> texts;
+  for (const MarkedText& m : doc->units()) texts.push_back(m.text);
+  EXPECT_EQ(texts, (std::vector<std::string>{"Type here", "Run  now", "a tip"}));
+  EXPECT_EQ(Translate(*doc, Mode::kUpper),
+            "<textarea placeholder=\"TYPE HERE\">x</textarea><p>RUN <code title=\"A TIP\">ls</code>"
+            "NOW</p><span translate=\"no\" title=\"keep\">k</span>");
+  // (The fake translator writes one space where the source had two, around the code: the code
+  // goes after it. InsertTags never adds text.)
 }
 
 TEST(HtmlDocument, OmittedEndTagIsWrittenOnlyWhereTheWordsMoved) {
