@@ -125,6 +125,21 @@ bool HasNoTranslate(const GumboElement& e) {
 // One entity-decoded code point and how the source spelled it.
 using Spellings = std::unordered_map<UChar32, std::string>;
 
+// For a reference gumbo decoded without its ';' ("&copy" in "&copyright"): how many bytes of
+// `original` (from its '&') it took, found where the rest lines up with the decoded text after
+// the one character it became; 0 when nothing lines up.
+size_t LegacyReferenceLength(std::string_view original, size_t i, size_t name_end,
+                             std::string_view decoded_rest) {
+  for (size_t end = name_end; end > i + 1; --end) {
+    const size_t n = std::min<size_t>(8, std::min(original.size() - end, decoded_rest.size()));
+    if (original.substr(end, n) == decoded_rest.substr(0, n) &&
+        (original.size() - end == 0) == decoded_rest.empty()) {
+      return end - i;
+    }
+  }
+  return 0;
+}
+
 // Learns from `original` (as in the source) and `decoded` (gumbo's text) how each character
 // was written: the first spelling seen wins. Stops where the two no longer line up.
 void LearnSpellings(std::string_view original, std::string_view decoded, Spellings* out) {
@@ -153,8 +168,14 @@ void LearnSpellings(std::string_view original, std::string_view decoded, Spellin
         j += len;
         continue;
       }
-      // A reference without its ';' that gumbo decoded: the rest no longer lines up.
-      if (k > i + 1 && decoded.substr(j, k - i) != original.substr(i, k - i)) return;
+      if (k > i + 1 && decoded.substr(j, k - i) != original.substr(i, k - i)) {
+        const size_t n = LegacyReferenceLength(original, i, k, decoded.substr(j + len));
+        if (n == 0) return;
+        out->emplace(c, std::string(original.substr(i, n)));
+        i += n;
+        j += len;
+        continue;
+      }
     }
     if (original[i] == '\r' && c == '\n') {
       const bool crlf = i + 1 < original.size() && original[i + 1] == '\n';
@@ -179,6 +200,14 @@ struct TextPart {
   std::string decoded;
 };
 
+bool HasTagStart(std::string_view s) {
+  for (size_t i = 0; i + 1 < s.size(); ++i) {
+    const unsigned char n = static_cast<unsigned char>(s[i + 1]);
+    if (s[i] == '<' && (std::isalpha(n) || n == '/' || n == '!' || n == '?')) return true;
+  }
+  return false;
+}
+
 std::vector<TextPart> SplitMergedText(std::string_view original, std::string_view decoded) {
   std::vector<TextPart> parts;
   size_t i = 0, j = 0;
@@ -199,7 +228,8 @@ std::vector<TextPart> SplitMergedText(std::string_view original, std::string_vie
       while (end < original.size() && (quote || original[end] != '>')) {
         if (quote && original[end] == quote) {
           quote = 0;
-        } else if (!quote && (original[end] == '"' || original[end] == '\'')) {
+        } else if (!quote && (original[end] == '"' || original[end] == '\'') &&
+                   original[end - 1] == '=') {
           quote = original[end];
         }
         ++end;
@@ -220,8 +250,17 @@ std::vector<TextPart> SplitMergedText(std::string_view original, std::string_vie
     }
     const bool reference = c == '&' && k > i + 1 && k < original.size() && original[k] == ';' &&
                            decoded.substr(j, k + 1 - i) != original.substr(i, k + 1 - i);
-    if (reference) {
-      len = k + 1 - i;
+    size_t legacy = 0;
+    if (!reference && c == '&' && k > i + 1 &&
+        decoded.substr(j, k - i) != original.substr(i, k - i)) {
+      int32_t d = static_cast<int32_t>(j);
+      U8_FWD_1(reinterpret_cast<const uint8_t*>(decoded.data()), d,
+               static_cast<int32_t>(decoded.size()));
+      legacy = LegacyReferenceLength(original, i, k, decoded.substr(static_cast<size_t>(d)));
+      if (legacy == 0) return {};
+    }
+    if (reference || legacy > 0) {
+      len = reference ? k + 1 - i : legacy;
       int32_t d = static_cast<int32_t>(j);
       U8_FWD_1(reinterpret_cast<const uint8_t*>(decoded.data()), d,
                static_cast<int32_t>(decoded.size()));
@@ -246,11 +285,30 @@ std::vector<TextPart> SplitMergedText(std::string_view original, std::string_vie
 }
 
 // A literal '&' or '<' is text only where what follows cannot start a reference or a tag.
-bool LiteralIsSafe(UChar32 c, std::string_view rest) {
+// Whether "&" + `rest` starts a character reference gumbo would decode: asks gumbo, as its table
+// of names is not public (only for a bare '&' the source itself wrote before a letter).
+bool StartsReference(std::string_view rest) {
+  const std::string probe = "&" + std::string(rest.substr(0, 40));
+  GumboOptions options = kGumboDefaultOptions;
+  options.fragment_context = GUMBO_TAG_DIV;
+  options.max_errors = 0;
+  GumboOutput* out = gumbo_parse_with_options(&options, probe.data(), probe.size());
+  bool decoded = true;
+  const GumboVector& c = out->root->v.element.children;
+  if (c.length > 0) {
+    const auto* n = static_cast<const GumboNode*>(c.data[0]);
+    if (n->type == GUMBO_NODE_TEXT) decoded = !StartsWith(n->v.text.text, probe.substr(0, 2));
+  }
+  gumbo_destroy_output(&options, out);
+  return decoded;
+}
+
+// (In an attribute value only '&' can.)
+bool LiteralIsSafe(UChar32 c, std::string_view rest, bool attribute) {
   if (rest.empty()) return true;
   const unsigned char n = static_cast<unsigned char>(rest[0]);
-  if (c == '&') return !(std::isalnum(n) || n == '#');
-  if (c == '<') return !(std::isalpha(n) || n == '/' || n == '!' || n == '?');
+  if (c == '&') return !(std::isalnum(n) || n == '#') || !StartsReference(rest);
+  if (c == '<' && !attribute) return !(std::isalpha(n) || n == '/' || n == '!' || n == '?');
   return true;
 }
 
@@ -264,7 +322,8 @@ std::string Escape(std::string_view text, const Spellings& spellings, bool attri
     const size_t next = static_cast<size_t>(k);
     const std::string_view raw = text.substr(i, next - i);
     const auto it = c < 0 ? spellings.end() : spellings.find(c);
-    if (it != spellings.end() && !(it->second == raw && !LiteralIsSafe(c, text.substr(next)))) {
+    if (it != spellings.end() &&
+        !(it->second == raw && !LiteralIsSafe(c, text.substr(next), attribute))) {
       out += it->second;
     } else if (c == '&') {
       out += "&amp;";
@@ -578,6 +637,11 @@ class Builder {
           }
         }
         if (!parts.empty()) return;
+        // Markup in it that cannot be told from its text: the run is copied as it is.
+        if (HasTagStart(original)) {
+          s->ok = false;
+          return;
+        }
       }
       Gap(s, Offset(o.data));
       s->text.text += n->v.text.text;
@@ -726,7 +790,7 @@ std::string RenderAttribute(const std::string& input, const Parsed& doc, size_t 
   const std::string value = Translation(input, doc, unit, translations);
   char quote = doc.info[unit].quote;
   const bool needs_quotes =
-      value.empty() || value.find_first_of(" \t\n\r\f\"'=<>`") != std::string::npos;
+      value.empty() || value.find_first_of(" \t\n\r\f\"'>") != std::string::npos;
   std::string out;
   if (quote == 0 && needs_quotes) {
     quote = '"';

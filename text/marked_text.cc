@@ -134,17 +134,25 @@ class TagPlacer {
   std::string_view src() const { return m_.text; }
   std::string_view tgt() const { return t_.target; }
 
-  // A source point inside an unchanged word maps to the same offset inside its translation;
-  // otherwise `fallback`.
+  // A source point inside a word or token that came through unchanged (a name, a number,
+  // H2O) maps to the same offset inside its translation; otherwise `fallback`.
   size_t InsideWordPoint(size_t p, size_t fallback) const {
-    if (!aligned_ || !InsideWord(src(), p)) return fallback;
-    const ByteRange word{WordStart(src(), p), WordEnd(src(), p)};
-    const ByteRange to = MapSourceRange(t_, hard_, word);
+    if (!aligned_) return fallback;
+    ByteRange unit{WordStart(src(), p), WordEnd(src(), p)};
+    for (const ByteRange& tok : t_.source_tokens) {
+      if (tok.begin < p && p < tok.end) {
+        unit.begin = std::min(unit.begin, WordStart(src(), tok.begin));
+        unit.end = std::max(unit.end, WordEnd(src(), tok.end));
+        break;
+      }
+    }
+    if (unit.begin >= p || unit.end <= p) return fallback;
+    const ByteRange to = MapSourceRange(t_, hard_, unit);
     if (to.empty() || tgt().substr(to.begin, to.end - to.begin) !=
-                          src().substr(word.begin, word.end - word.begin)) {
+                          src().substr(unit.begin, unit.end - unit.begin)) {
       return fallback;
     }
-    return to.begin + (p - word.begin);
+    return to.begin + (p - unit.begin);
   }
 
   // The nearest word boundary of the target to the same relative place in [lo, hi).
@@ -203,7 +211,13 @@ class TagPlacer {
     // The words it wraps, without the whitespace at its edges.
     const size_t cb = SkipSpace(src(), r.begin, r.end, SIZE_MAX);
     const size_t ce = SkipSpaceBack(src(), r.end, cb, SIZE_MAX);
-    if (m_.tags[tag].is_void() || cb >= ce) return PlacePoint(tag, r.begin, sb, se, lo, hi);
+    if (m_.tags[tag].is_void()) return PlacePoint(tag, r.begin, sb, se, lo, hi);
+    if (cb >= ce) {
+      // Only whitespace inside: at its point, around as much of the target's whitespace there.
+      Placement p = PlacePoint(tag, r.begin, sb, se, lo, hi);
+      p.end = SkipSpace(tgt(), p.begin, hi, SpaceAfter(src(), r.begin, r.end));
+      return p;
+    }
     const size_t first = SkipSpace(src(), sb, se, SIZE_MAX);
     const size_t last = SkipSpaceBack(src(), se, first, SIZE_MAX);
     const size_t tfirst = SkipSpace(tgt(), lo, hi, SIZE_MAX);

@@ -231,6 +231,11 @@ std::vector<Case> Cases() {
        "<figure><img src=\"a.png\"><figcaption>VIEW NICE A</figcaption></figure>"},
       {"sup", "<p>E = mc<sup>2</sup> says Einstein</p>", true, {}},
       {"nested_links", "<p><a href=\"1\">one <a href=\"2\">two</a></p>", false, {}},
+      {"stray_end_tag_with_quote", "<p>a link</a1\">link</a> here</p>", false, {"</a1\">"}},
+      {"whitespace_only_tag", "<p>one <b> </b> two</p>", true, {}},
+      {"unclosed_whitespace_tag", "<div>text <tz>   <p>para</p></div>", false, {}},
+      {"unquoted_attribute_with_equals", "<input placeholder=a=b>", true, {}},
+      {"bare_ampersands", "<p>AT&T and R&D &cccc; &copyright</p>", true, {}},
       {"adjacent_tags", "<p><b>one</b><i>two</i> three</p>", true, {}},
       {"text_and_block_mixed",
        "<div>Intro text <p>inner para</p> outro text</div>",
@@ -369,8 +374,8 @@ TEST(HtmlDocument, EscapeWritesEntitiesAsTheSourceSpelledThem) {
   ASSERT_TRUE(doc.ok());
   EXPECT_EQ(doc->EscapeText("x\xC2\xA0y \xC2\xA9 \xE2\x80\x94 <&> &amp"),
             "x&nbsp;y &copy; &#8212; &lt;&&gt; &amp;amp");
-  // The source wrote a bare "&": kept bare where it cannot start a reference.
-  EXPECT_EQ(doc->EscapeText("& &x"), "& &amp;x");
+  // The source wrote a bare "&": kept bare where it cannot start a reference (&copy2 would).
+  EXPECT_EQ(doc->EscapeText("& &x &copy2 &lt;"), "& &x &amp;copy2 &amp;lt;");
   // A character the source never wrote as an entity stays as it is.
   EXPECT_EQ(doc->EscapeText("\xC3\xA9"), "\xC3\xA9");
 }
