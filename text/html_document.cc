@@ -1,7 +1,6 @@
 #include "text/html_document.h"
 
 #include <gumbo.h>
-#include <unicode/utf8.h>
 
 #include <algorithm>
 #include <cctype>
@@ -210,12 +209,9 @@ class Builder {
       }
       Run(run);
       run.clear();
-      if (IsRaw(child)) {
-        Attributes(child, nullptr);  // <textarea placeholder="..."> (not under translate="no")
-        continue;
-      }
+      // (An untranslated <textarea placeholder="..."> too, unless it is translate="no".)
       Attributes(child, /*tag=*/nullptr);
-      Block(child);
+      if (!IsRaw(child)) Block(child);
     }
     Run(run);
   }
