@@ -141,9 +141,33 @@ def request_seeds():
     write("request", "truncate_long", request([b"word " * 200], options=field_int(8, 1)))
 
 
+def html_document_seeds():
+    seeds = {
+        "paragraphs": b"<p>The <b>red</b> house.</p><p>A <a href=\"/x?a=1&amp;b=2\">link</a> here.</p>",
+        "nested": b"<div>Intro <p>A <b>big <i>red</i> house</b> here.</p> outro</div>",
+        "attributes": b"<p title=\"Tom &amp; Jerry\">See <img alt='a cat' src=x> now</p>"
+                      b"<input placeholder=name><button aria-label=\"Close it\">X</button>",
+        "raw": b"<script>if (a < b) x = '<b>';</script><pre>  keep </pre><p>Call <code>f()</code>"
+               b" or <span translate=\"no\">Brand</span> <span class=\"notranslate\">x</span></p>",
+        "entities": b"<p>Fish &amp; chips &lt;3 &gt; a&nbsp;b &copy; &mdash; &#8212; &#x263A; & bare</p>",
+        "omitted": b"<ul><li>one<li>two <b>bold</ul><p>para<p>next",
+        "misnested": b"<p><b>x <i>y</b> z</i></p><a>1<a>2</a></a><table>t<tr><td>x</table>",
+        "xml": b"<x:g id=\"1\">Hello</x:g> <ph id=\"2\"/> world <bpt i=\"1\">&lt;b&gt;</bpt>",
+        "document": b"<!DOCTYPE html>\r\n<html><head><title>T</title></head><body><!-- c -->"
+                    b"<p>Body\r\ntext<br>more</p></body></html>",
+        "non_ascii": "<p>\u00dcber <b>gro\u00dfe</b> Stra\u00dfen \u65e5\u672c \u0645\u0631\u062d\u0628\u0627</p>"
+                     .encode() + b"\xff\xfe<b>bad utf8</b>\x00nul",
+        "deep": b"<div>" * 300 + b"deep",
+        "table": b"<table><caption>Cap</caption><tr><th>Name</th><td>John <em>Smith</em></td></tr></table>",
+    }
+    for name, data in seeds.items():
+        write("html_document", name, data)
+
+
 if __name__ == "__main__":
     safetensors_seeds()
     spm_seeds()
     request_seeds()
-    for target in ("safetensors", "spm", "request"):
+    html_document_seeds()
+    for target in ("safetensors", "spm", "request", "html_document"):
         print(target, len(os.listdir(os.path.join(HERE, "corpus", target))), "seeds")

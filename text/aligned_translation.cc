@@ -90,7 +90,7 @@ size_t WordEnd(std::string_view s, size_t pos) {
 ByteRange TargetOfSourceTokens(const AlignedTranslation& t, const std::vector<int>& hard, int first,
                                int last) {
   ByteRange r{std::numeric_limits<size_t>::max(), 0};
-  for (size_t i = 0; i < hard.size(); ++i) {
+  for (size_t i = 0; i < hard.size() && i < t.target_tokens.size(); ++i) {
     if (hard[i] < first || hard[i] > last || t.target_tokens[i].empty()) continue;
     r.begin = std::min(r.begin, t.target_tokens[i].begin);
     r.end = std::max(r.end, t.target_tokens[i].end);
@@ -178,7 +178,15 @@ std::vector<int> HardAlignment(const AlignedTranslation& t) {
 }
 
 ByteRange MapSourceRange(const AlignedTranslation& t, ByteRange source) {
-  const std::vector<int> hard = HardAlignment(t);
+  return MapSourceRange(t, HardAlignment(t), source);
+}
+
+size_t MapSourcePoint(const AlignedTranslation& t, size_t source_pos) {
+  return MapSourcePoint(t, HardAlignment(t), source_pos);
+}
+
+ByteRange MapSourceRange(const AlignedTranslation& t, const std::vector<int>& hard,
+                         ByteRange source) {
   int first = -1, last = -1;
   for (size_t s = 0; s < t.source_tokens.size(); ++s) {
     const ByteRange& tok = t.source_tokens[s];
@@ -188,14 +196,14 @@ ByteRange MapSourceRange(const AlignedTranslation& t, ByteRange source) {
   }
   ByteRange r = first < 0 ? ByteRange{} : TargetOfSourceTokens(t, hard, first, last);
   if (r.empty()) {
-    const size_t p = MapSourcePoint(t, source.begin);
+    const size_t p = MapSourcePoint(t, hard, source.begin);
     return {p, p};
   }
   return {WordStart(t.target, r.begin), WordEnd(t.target, r.end)};
 }
 
-size_t MapSourcePoint(const AlignedTranslation& t, size_t source_pos) {
-  const std::vector<int> hard = HardAlignment(t);
+size_t MapSourcePoint(const AlignedTranslation& t, const std::vector<int>& hard,
+                      size_t source_pos) {
   int before = -1, after = -1;
   for (size_t s = 0; s < t.source_tokens.size(); ++s) {
     const ByteRange& tok = t.source_tokens[s];

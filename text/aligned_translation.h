@@ -55,4 +55,10 @@ ByteRange MapSourceRange(const AlignedTranslation& t, ByteRange source);
 // target (0 or target.size() when nothing aligns).
 size_t MapSourcePoint(const AlignedTranslation& t, size_t source_pos);
 
+// The same two with `hard` = HardAlignment(t) computed once, for a caller mapping many ranges of
+// one translation (each call above computes it: target x source tokens).
+ByteRange MapSourceRange(const AlignedTranslation& t, const std::vector<int>& hard,
+                         ByteRange source);
+size_t MapSourcePoint(const AlignedTranslation& t, const std::vector<int>& hard, size_t source_pos);
+
 }  // namespace transerve::text

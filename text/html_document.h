@@ -1,7 +1,15 @@
 // An HTML (or XML-like) fragment parsed with a real HTML5 parser (gumbo), cut into the units a
 // translator sees: the text of each block with its inline markup lifted out, and each
-// translatable attribute (title, alt, placeholder). Everything else - other attributes,
-// comments, script/style/code/pre, translate="no" - is written back byte for byte.
+// translatable attribute (title, alt, placeholder, aria-label). Everything else - other
+// attributes, comments, script/style/code/pre, translate="no" - is written back byte for byte.
+//
+// Inside a block, inline elements (and unknown ones, as XML's <x:g>) become tags holding their
+// source bytes. Void elements, comments, a self-closed <ph/>, and untranslated elements inside a
+// sentence (an inline <code>, <span translate="no">) are void tags holding all their bytes: the
+// model never sees them and they stay next to the words around them. An end tag the source
+// omitted is written where the translation needs one and left out where it stood as in the
+// source. Where gumbo's tree does not follow the source order (misnested tags it repaired), the
+// block is copied untranslated. Text keeps its whitespace; a unit of whitespace is no unit.
 #pragma once
 
 #include <memory>
