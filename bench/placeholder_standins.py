@@ -211,7 +211,9 @@ def main():
     with_ref = sum(1 for _, r in lines if r is not None)
     print(f"{len(lines)} lines ({corpus} corpus test, {with_ref - corpus} gettext, "
           f"{len(lines) - with_ref} hand-written), "
-          f"{sum(len(find_spans(s)) for s, _ in lines)} spans")
+          f"{sum(len(find_spans(s)) for s, _ in lines)} spans; "
+          f"{sum(1 for s, _ in lines if not all(is_specifier(s[b:e]) for b, e in find_spans(s)))}"
+          " lines with a URL, e-mail or path")
     print("| stand-in | intact | intact, specifiers only | intact, URL/e-mail/path | dup | lost "
           "| chrF remainder | len ratio |")
     print("|---|---|---|---|---|---|---|---|")

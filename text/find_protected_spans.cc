@@ -54,7 +54,7 @@ bool AtTokenStart(std::string_view text, size_t pos) {
   const UChar32 c = CharBefore(text, pos);
   if (c < 0) return true;
   if (IsWordChar(c)) return false;
-  return c > 0x7F || !In(static_cast<char>(c), "/.\\~-@%$&*+#");
+  return c > 0x7F || !In(static_cast<char>(c), "/.\\~-@%$&*+#<>");
 }
 
 // ---- format specifiers ----------------------------------------------------------------------
@@ -327,8 +327,16 @@ size_t MatchFileName(std::string_view t, size_t pos) {
   const std::string_view name = t.substr(pos, end - pos);
   const size_t dot = name.rfind('.');
   if (dot == std::string_view::npos || dot == 0 || dot + 1 >= name.size()) return 0;
+  // Lower-case extensions, or upper-case ones after a name of 3 or more ("DSC0001.JPG"; not
+  // "B.C.").
   std::string ext(name.substr(dot + 1));
-  for (char& c : ext) c = Lower(c);
+  const bool upper = std::all_of(ext.begin(), ext.end(),
+                                 [](char c) { return !IsAsciiAlpha(c) || (c >= 'A' && c <= 'Z'); });
+  if (upper && dot < 3) return 0;
+  for (char& c : ext) {
+    if (!upper && c >= 'A' && c <= 'Z') return 0;
+    c = Lower(c);
+  }
   if (std::find(std::begin(kFileExtensions), std::end(kFileExtensions), ext) ==
       std::end(kFileExtensions)) {
     return 0;
@@ -336,17 +344,20 @@ size_t MatchFileName(std::string_view t, size_t pos) {
   return end - pos;
 }
 
+constexpr std::string_view kWindowsStops = "<>\"|?*'`";
+
 size_t MatchPath(std::string_view t, size_t pos) {
   if (!AtTokenStart(t, pos)) return 0;
   const size_t n = t.size();
   // Windows: C:\x, C:/x, \\server\share.
   const bool drive = pos + 3 < n && IsAsciiAlpha(t[pos]) && t[pos + 1] == ':' &&
-                     (t[pos + 2] == '\\' || t[pos + 2] == '/') && UrlCharLength(t, pos + 3, "") > 0;
+                     (t[pos + 2] == '\\' || t[pos + 2] == '/') &&
+                     UrlCharLength(t, pos + 3, kWindowsStops) > 0;
   const bool unc = pos + 2 < n && t[pos] == '\\' && t[pos + 1] == '\\' && IsAsciiAlnum(t[pos + 2]);
   if (drive || unc) {
     size_t end = pos + (drive ? 3 : 2);
     while (end < n) {
-      const size_t len = UrlCharLength(t, end, "<>\"|?*'`");
+      const size_t len = UrlCharLength(t, end, kWindowsStops);
       if (len == 0) break;
       end += len;
     }
@@ -368,10 +379,12 @@ size_t MatchPath(std::string_view t, size_t pos) {
   end = TrimTrailing(t, body, end);
   if (end == body) return 0;
   if (t[pos] == '/') {
-    // A lone "/x" needs a real name: "/etc", not "/s" or "/-".
+    // A lone "/x" needs a real name: "/etc", not "/s", "/-" or the mode "/000".
     const std::string_view rest = t.substr(body, end - body);
-    const bool starts_well = IsAsciiAlnum(rest[0]) || In(rest[0], "._");
-    if (!starts_well || (rest.find('/') == std::string_view::npos && rest.size() < 2)) return 0;
+    const bool single = rest.find('/') == std::string_view::npos;
+    const bool starts_well = single ? IsAsciiAlpha(rest[0]) || In(rest[0], "._")
+                                    : IsAsciiAlnum(rest[0]) || In(rest[0], "._");
+    if (!starts_well || (single && rest.size() < 2)) return 0;
   }
   return end - pos;
 }

@@ -142,7 +142,10 @@ const DetectionCase kDetectionCases[] = {
     {"AbbreviationsAreText", "Use e.g. a cable, i.e. a wire, Mr. Smith said.", {}},
     {"PercentInProseIsText", "50% of users, 100%sure, 50%off and 20 % more", {}},
     {"MeasurementsAreText", "It is 3.5 mm wide, version 2.0.1.", {}},
-    {"SlashAloneAndHtmlAreText", "a / b and </b> and /s", {}},
+    {"SlashAloneAndHtmlAreText", "a / b and </b> and <big>x</big> and /s", {}},
+    {"ModesAndPromptsAreText", "mode /000, prompt C:\\> and 600 B.C. or Foo.Md", {}},
+    {"UpperCaseExtension", "Copy DSC00001.JPG now", {"P:DSC00001.JPG"}},
+    {"RefAfterTagIsText", "set refs/remotes/<name>/HEAD", {}},
     // mixtures
     {"SeveralKinds",
      "Send %s to bugs@example.org or see https://example.org/faq.",
