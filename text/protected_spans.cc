@@ -119,6 +119,16 @@ size_t BeforeFinalPunctuation(std::string_view s, size_t x) {
   return x;
 }
 
+// "% 1", "%-1", "(%1)": a '%' with the stand-in's number within the next 3 bytes.
+bool HoldsAlteredStandIn(std::string_view words, std::string_view model_text, ByteRange s) {
+  const std::string_view digits = model_text.substr(s.begin + 1, s.end - s.begin - 1);
+  for (size_t p = words.find('%'); p != std::string_view::npos; p = words.find('%', p + 1)) {
+    const size_t at = words.find(digits, p + 1);
+    if (at != std::string_view::npos && at <= p + 3) return true;
+  }
+  return false;
+}
+
 bool InsideTakenRange(const std::vector<Edit>& taken, size_t x, size_t* begin) {
   for (const Edit& e : taken) {
     if (e.begin < x && x < e.end) {
@@ -131,7 +141,11 @@ bool InsideTakenRange(const std::vector<Edit>& taken, size_t x, size_t* begin) {
 
 }  // namespace
 
-std::string StandIn(int n) { return "%" + std::to_string(n); }
+std::string StandIn(int n) {
+  std::string s(1, '%');
+  s.append(std::to_string(n));
+  return s;
+}
 
 ProtectedText Protect(std::string_view text, const ProtectOptions& options) {
   ProtectedText p;
@@ -197,7 +211,7 @@ AlignedTranslation Unprotect(const ProtectedText& p, AlignedTranslation t) {
     const ByteRange r =
         aligned_to_us ? MapSourceRange(t, p.stand_ins[i]) : ByteRange{target.size(), target.size()};
     const std::string_view words = target.substr(r.begin, r.end - r.begin);
-    if (!r.empty() && words.find('%') != std::string_view::npos &&
+    if (!r.empty() && HoldsAlteredStandIn(words, p.model_text, p.stand_ins[i]) &&
         !Overlaps(edits, r.begin, r.end)) {
       // The model altered the stand-in ("% 1", "%l"): the span takes its place.
       edits.push_back({r.begin, r.end, span_bytes(i)});
@@ -206,8 +220,9 @@ AlignedTranslation Unprotect(const ProtectedText& p, AlignedTranslation t) {
     size_t x = BeforeFinalPunctuation(target, r.begin);
     size_t taken_begin = 0;
     if (InsideTakenRange(edits, x, &taken_begin)) x = taken_begin;
-    std::string text = span_bytes(i);
-    if (x > 0 && !IsSpace(target[x - 1])) text.insert(0, " ");
+    std::string text;
+    if (x > 0 && !IsSpace(target[x - 1])) text.push_back(' ');
+    text.append(span_bytes(i));
     if (x < target.size() && !IsSpace(target[x]) && !IsClosingPunctuation(target[x])) {
       text.push_back(' ');
     }

@@ -306,6 +306,15 @@ TEST(Unprotect, AlteredStandInIsReplaced) {
   EXPECT_EQ(t.target, "Fehler %d gefunden");
 }
 
+TEST(Unprotect, AlignedWordWithAPercentSignIsNoStandIn) {
+  const ProtectedText p = Protect("Error %d at 50% load", {});
+  // %1 dropped; its source aligns to "50 %", which is text of the sentence.
+  const AlignedTranslation t =
+      Unprotect(p, Translation(p.model_text, "Fehler bei 50 % Last", {0, 2, 1, 1, 4}));
+  EXPECT_EQ(Count(t.target, "%d"), 1u);
+  EXPECT_EQ(Count(t.target, "50 % Last"), 1u);
+}
+
 TEST(Unprotect, NothingAlignedPutsTheSpanBeforeTheFinalPeriod) {
   const ProtectedText p = Protect("See www.example.org", {});
   AlignedTranslation in = Translation(p.model_text, "Siehe.", {0});
