@@ -327,12 +327,18 @@ size_t MatchFileName(std::string_view t, size_t pos) {
   const std::string_view name = t.substr(pos, end - pos);
   const size_t dot = name.rfind('.');
   if (dot == std::string_view::npos || dot == 0 || dot + 1 >= name.size()) return 0;
-  // Lower-case extensions, or upper-case ones after a name of 3 or more ("DSC0001.JPG"; not
-  // "B.C.").
+  // Not "Hangup.......H", "0200.H": a name has a letter and no dot runs.
+  const std::string_view base = name.substr(0, dot);
+  if (name.find("..") != std::string_view::npos ||
+      std::none_of(base.begin(), base.end(), IsAsciiAlpha)) {
+    return 0;
+  }
+  // Lower-case extensions, or upper-case ones of 2+ letters after a name of 3 or more
+  // ("DSC0001.JPG"; not "B.C." or "FFFF.H").
   std::string ext(name.substr(dot + 1));
   const bool upper = std::all_of(ext.begin(), ext.end(),
                                  [](char c) { return !IsAsciiAlpha(c) || (c >= 'A' && c <= 'Z'); });
-  if (upper && dot < 3) return 0;
+  if (upper && (dot < 3 || ext.size() < 2)) return 0;
   for (char& c : ext) {
     if (!upper && c >= 'A' && c <= 'Z') return 0;
     c = Lower(c);
@@ -361,7 +367,10 @@ size_t MatchPath(std::string_view t, size_t pos) {
       if (len == 0) break;
       end += len;
     }
-    return TrimTrailing(t, pos, end) - pos;
+    end = TrimTrailing(t, pos, end);
+    // "\\server\share" needs its share: "\\n" is an escaped newline in a message.
+    if (unc && t.substr(pos + 2, end - pos - 2).find('\\') == std::string_view::npos) return 0;
+    return end - pos;
   }
   size_t body = 0;
   if (t.substr(pos, 2) == "~/" || t.substr(pos, 2) == "./") {
@@ -385,6 +394,12 @@ size_t MatchPath(std::string_view t, size_t pos) {
     const bool starts_well = single ? IsAsciiAlpha(rest[0]) || In(rest[0], "._")
                                     : IsAsciiAlnum(rest[0]) || In(rest[0], "._");
     if (!starts_well || (single && rest.size() < 2)) return 0;
+  }
+  // "/_View/_Go": a GTK menu path (mnemonics), text to translate.
+  for (size_t q = body; q + 1 < end; ++q) {
+    if (t[q] == '_' && (q == body || t[q - 1] == '/') && t[q + 1] >= 'A' && t[q + 1] <= 'Z') {
+      return 0;
+    }
   }
   return end - pos;
 }

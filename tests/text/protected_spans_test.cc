@@ -145,6 +145,11 @@ const DetectionCase kDetectionCases[] = {
     {"SlashAloneAndHtmlAreText", "a / b and </b> and <big>x</big> and /s", {}},
     {"ModesAndPromptsAreText", "mode /000, prompt C:\\> and 600 B.C. or Foo.Md", {}},
     {"UpperCaseExtension", "Copy DSC00001.JPG now", {"P:DSC00001.JPG"}},
+    {"DotRunsAndHexAreText", "Hangup..........H and 02000000.H and FFFF.H", {}},
+    {"EscapedNewlineIsNoUncPath",
+     "Line one\\\\nline two \\\\The end, but \\\\srv\\share is one",
+     {"P:\\\\srv\\share"}},
+    {"MenuPathIsText", "Choose /_View/_Go to jump", {}},
     {"RefAfterTagIsText", "set refs/remotes/<name>/HEAD", {}},
     // mixtures
     {"SeveralKinds",
