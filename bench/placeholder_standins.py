@@ -21,13 +21,21 @@ Lines: the corpus test split (--corpus_en/--corpus_de, when present), German get
 lines without a reference. Catalog lines with a single %s on both sides also come with the %s
 filled by a URL, e-mail or path, since those are rare in catalogs and the model alters them.
 
+A second table runs the C++ code end to end (transerve-protect-spans, a bench target:
+Protect, the model, Unprotect without an alignment) against translating the raw line: share of
+lines where every span the C++ scanner finds comes back byte for byte as often as in the source,
+and chrF of the whole output against the whole reference.
+
+  cmake --build build -j2 --target transerve-protect-spans
   python3 bench/placeholder_standins.py \
       --translate=/work/main/build/bin/transerve-translate \
-      --model_dir=/work/main/models/en-de-small [--max_lines=800] [--num_threads=1]
+      --model_dir=/work/main/models/en-de-small --protect_tool=build/bin/transerve-protect-spans \
+      [--max_lines=800] [--num_threads=1]
 """
 import argparse
 import collections
 import glob
+import json
 import os
 import random
 import re
@@ -194,6 +202,34 @@ def translate(args, texts):
     return result
 
 
+def run_tool(tool, records):
+    out = subprocess.run([tool], input="".join(json.dumps(r) + "\n" for r in records),
+                         capture_output=True, text=True, check=True)
+    return [json.loads(x) for x in out.stdout.splitlines()]
+
+
+def end_to_end(args, lines, raw_outputs):
+    """The C++ Protect -> model -> Unprotect against the raw translation."""
+    protected = run_tool(args.protect_tool, [{"text": src} for src, _ in lines])
+    translations = translate(args, [p["model_text"] for p in protected])
+    restored = run_tool(args.protect_tool, [{"text": src, "translation": x}
+                                            for (src, _), x in zip(lines, translations)])
+    print()
+    print(f"C++ Protect/Unprotect end to end ({args.protect_tool}, no alignment):")
+    print("| pipeline | every span back byte for byte | chrF (whole line) |")
+    print("|---|---|---|")
+    for name, outputs in (("raw line", raw_outputs), ("Protect, %N, Unprotect",
+                                                       [r["text"] for r in restored])):
+        intact, stats = 0, []
+        for (src, ref), p, out in zip(lines, protected, outputs):
+            raw = src.encode("utf-8")
+            spans = [raw[b:e].decode("utf-8", "replace") for b, e, _ in p["spans"]]
+            intact += all(out.count(sp) == src.count(sp) for sp in set(spans))
+            if ref is not None:
+                stats.append(chrf_stats(out, ref))
+        print(f"| {name} | {100 * intact / len(lines):.1f}% | {chrf(stats):.1f} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--translate", default="/work/main/build/bin/transerve-translate")
@@ -205,6 +241,8 @@ def main():
     ap.add_argument("--filled_lines", type=int, default=400)
     ap.add_argument("--num_threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--protect_tool", default="build/bin/transerve-protect-spans",
+                    help="the end-to-end table runs when this exists")
     ap.add_argument("--examples", type=int, default=0, help="print this many failures each")
     args = ap.parse_args()
     lines, corpus = load_lines(args)
@@ -217,6 +255,7 @@ def main():
     print("| stand-in | intact | intact, specifiers only | intact, URL/e-mail/path | dup | lost "
           "| chrF remainder | len ratio |")
     print("|---|---|---|---|---|---|---|---|")
+    raw_outputs = []
     for name, make in STRATEGIES.items():
         model_texts, stand_ins = [], []
         for src, _ in lines:
@@ -230,6 +269,8 @@ def main():
             model_texts.append("".join(out))
             stand_ins.append(s_ins)
         outputs = translate(args, model_texts)
+        if name == "keep":
+            raw_outputs = outputs
         intact = dup = lost = 0
         by_class = collections.Counter()
         stats, ratios, fails = [], [], []
@@ -263,6 +304,8 @@ def main():
         for mt, out in fails:
             print(f"    {mt!r} -> {out!r}")
         sys.stdout.flush()
+    if os.path.exists(args.protect_tool):
+        end_to_end(args, lines, raw_outputs)
 
 
 if __name__ == "__main__":
