@@ -50,11 +50,14 @@ bool StartsWithNoCase(std::string_view text, size_t pos, std::string_view prefix
 
 // True when `pos` starts a token that a URL, path or file name may begin: not glued to a word
 // or to characters that would make it the middle of something else ("and/or", "a.b/c").
-bool AtTokenStart(std::string_view text, size_t pos) {
+// `<` and `>` may come before a URL ("<https://x.org/>"), not before a path ("</b>").
+bool AtTokenStart(std::string_view text, size_t pos, bool after_angle_ok = false) {
   const UChar32 c = CharBefore(text, pos);
   if (c < 0) return true;
   if (IsWordChar(c)) return false;
-  return c > 0x7F || !In(static_cast<char>(c), "/.\\~-@%$&*+#<>");
+  if (c > 0x7F) return true;
+  if (In(static_cast<char>(c), "<>")) return after_angle_ok;
+  return !In(static_cast<char>(c), "/.\\~-@%$&*+#");
 }
 
 // ---- format specifiers ----------------------------------------------------------------------
@@ -232,7 +235,7 @@ size_t TrimTrailing(std::string_view t, size_t begin, size_t end) {
 size_t MatchEmailAt(std::string_view t, size_t pos);
 
 size_t MatchUrl(std::string_view t, size_t pos) {
-  if (!AtTokenStart(t, pos)) return 0;
+  if (!AtTokenStart(t, pos, /*after_angle_ok=*/true)) return 0;
   size_t start = 0;
   bool www = false;
   for (std::string_view scheme : {"https://", "http://", "ftp://", "file://", "mailto:", "www."}) {

@@ -113,6 +113,7 @@ const DetectionCase kDetectionCases[] = {
     {"UrlInGermanQuotes",
      "Siehe \xE2\x80\x9Ehttps://example.de/x\xE2\x80\x9C.",
      {"U:https://example.de/x"}},
+    {"UrlInAngleBrackets", "Found at <https://ardour.org/>.", {"U:https://ardour.org/"}},
     {"BareWwwIsText", "The www. prefix and http:// alone", {}},
     // e-mail
     {"EmailTrailingPeriod", "Send bugs to bugs@example.org.", {"E:bugs@example.org"}},
