@@ -208,7 +208,7 @@ def run_tool(tool, records):
     return [json.loads(x) for x in out.stdout.splitlines()]
 
 
-def end_to_end(args, lines, raw_outputs):
+def end_to_end(args, lines, corpus, raw_outputs):
     """The C++ Protect -> model -> Unprotect against the raw translation."""
     protected = run_tool(args.protect_tool, [{"text": src} for src, _ in lines])
     translations = translate(args, [p["model_text"] for p in protected])
@@ -216,18 +216,21 @@ def end_to_end(args, lines, raw_outputs):
                                             for (src, _), x in zip(lines, translations)])
     print()
     print(f"C++ Protect/Unprotect end to end ({args.protect_tool}, no alignment):")
-    print("| pipeline | every span back byte for byte | chrF (whole line) |")
-    print("|---|---|---|")
+    print("| pipeline | every span back byte for byte | chrF (whole line) | chrF, corpus test only |")
+    print("|---|---|---|---|")
     for name, outputs in (("raw line", raw_outputs), ("Protect, %N, Unprotect",
                                                        [r["text"] for r in restored])):
-        intact, stats = 0, []
-        for (src, ref), p, out in zip(lines, protected, outputs):
+        intact, stats, held_out = 0, [], []
+        for k, ((src, ref), p, out) in enumerate(zip(lines, protected, outputs)):
             raw = src.encode("utf-8")
             spans = [raw[b:e].decode("utf-8", "replace") for b, e, _ in p["spans"]]
             intact += all(out.count(sp) == src.count(sp) for sp in set(spans))
             if ref is not None:
                 stats.append(chrf_stats(out, ref))
-        print(f"| {name} | {100 * intact / len(lines):.1f}% | {chrf(stats):.1f} |")
+                if k < corpus:
+                    held_out.append(stats[-1])
+        print(f"| {name} | {100 * intact / len(lines):.1f}% | {chrf(stats):.1f} | "
+              f"{chrf(held_out) if held_out else 0:.1f} |")
 
 
 def main():
@@ -253,8 +256,8 @@ def main():
           f"{sum(1 for s, _ in lines if not all(is_specifier(s[b:e]) for b, e in find_spans(s)))}"
           " lines with a URL, e-mail or path")
     print("| stand-in | intact | intact, specifiers only | intact, URL/e-mail/path | dup | lost "
-          "| chrF remainder | len ratio |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| chrF remainder | chrF remainder, corpus test only | len ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
     raw_outputs = []
     for name, make in STRATEGIES.items():
         model_texts, stand_ins = [], []
@@ -273,8 +276,9 @@ def main():
             raw_outputs = outputs
         intact = dup = lost = 0
         by_class = collections.Counter()
-        stats, ratios, fails = [], [], []
-        for (src, ref), mt, out, s_ins in zip(lines, model_texts, outputs, stand_ins):
+        stats, held_out, ratios, fails = [], [], [], []
+        for k, ((src, ref), mt, out, s_ins) in enumerate(zip(lines, model_texts, outputs,
+                                                             stand_ins)):
             need = collections.Counter(s_ins)
             # "%1" inside "%10" does not count.
             got = {s: len(re.findall(r"(?<!\d){}(?!\d)".format(re.escape(s)), out)) for s in need}
@@ -294,18 +298,21 @@ def main():
             ratios.append(len(rest) / max(1, len(src_rest)))
             if ref is not None:
                 stats.append(chrf_stats(rest, strip_spans(ref)))
+                if k < corpus:
+                    held_out.append(stats[-1])
         n = len(lines)
         def share(c):
             return 100 * by_class[c, True] / max(1, by_class[c, True] + by_class[c, False])
 
         print(f"| {name} | {100 * intact / n:.1f}% | {share('spec'):.1f}% | {share('other'):.1f}% | "
               f"{100 * dup / n:.1f}% | "
-              f"{100 * lost / n:.1f}% | {chrf(stats):.1f} | {sum(ratios) / n:.2f} |")
+              f"{100 * lost / n:.1f}% | {chrf(stats):.1f} | {chrf(held_out) if held_out else 0:.1f} | "
+              f"{sum(ratios) / n:.2f} |")
         for mt, out in fails:
             print(f"    {mt!r} -> {out!r}")
         sys.stdout.flush()
     if os.path.exists(args.protect_tool):
-        end_to_end(args, lines, raw_outputs)
+        end_to_end(args, lines, corpus, raw_outputs)
 
 
 if __name__ == "__main__":
