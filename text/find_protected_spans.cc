@@ -121,7 +121,7 @@ size_t MatchPercent(std::string_view t, size_t pos) {
   j = SkipLengthModifier(t, j);
   if (j != flags_begin) plain = false;
   size_t printf_len = 0;
-  if (j < n && In(t[j], "diouxXeEfFgGaAcspn@")) {
+  if (j < n && In(t[j], "diouxXeEfFgGaAcCsSpnm@")) {
     printf_len = j + 1 - pos;
     // "50%off", "100%sure": a bare conversion letter after a number and before more letters is
     // a percent sign in prose.

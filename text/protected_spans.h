@@ -27,19 +27,20 @@ struct ProtectOptions {
 // into one, of the first one's kind. What counts as a span:
 //  - format specifiers: printf (`%s %5.2f %-10s %lu %1$s %*d %%`; no space flag, so "50% of"
 //    is text, and a bare letter between a digit and letters is too: "50%off"), Python
-//    `%(name)s`, ObjC `%@`, Qt `%1` `%L1`; brace placeholders `{0} {name} {0:N2} {0,-10} {}`;
-//    `{{ var }}` templates (so "{{ a }}" is always one span) and otherwise the escapes `{{`
-//    `}}`; shell/template variables `$VAR ${var} $(cmd)` and `$1` (but "$10", "$5.00" are
-//    money);
+//    `%(name)s`, glibc `%m`, wide `%S`, GCC `%qs`, ObjC `%@`, Qt `%1` `%L1`; brace
+//    placeholders `{0} {name} {0:N2} {0,-10} {}`; `{{ var }}` templates (so "{{ a }}" is
+//    always one span) and otherwise the escapes `{{` `}}`; shell/template variables `$VAR
+//    ${var} $(cmd)` and `$1` (but "$10" and "$5.00" are money);
 //  - URLs with a scheme (http, https, ftp, file, mailto) or `www.` plus a dotted host, up to
 //    whitespace, a quote, `<` `>` or non-letter non-ASCII (» “), without trailing sentence
 //    punctuation (a closing bracket stays when the URL opened it);
 //  - e-mail addresses: ASCII local part, a domain of two or more labels ending in 2+ letters
 //    ("root@localhost" is not one);
-//  - paths: `/abs/path` (a single component must start with a letter: "/etc", not "/000"),
-//    `~/x`, `./x`, `../x`, `C:\x`, `C:/x`, `\\server\share`, and bare file names with a
-//    known extension, lower case or after a 3+ character name in upper case (`server.conf`,
-//    `README.md`, `DSC01.JPG`, not "B.C."). None glued to a word or after `< > / .`: "and/or",
+//  - paths: `/abs/path` (a single component must start with a letter: "/etc", not "/000";
+//    no `/_Menu/_Item` mnemonics), `~/x`, `./x`, `../x`, `C:\x`, `C:/x`, `\\server\share`,
+//    and bare file names with a letter, no "..", and a known extension, lower case or (2+
+//    letters) after a 3+ character name in upper case (`server.conf`, `README.md`,
+//    `DSC01.JPG`, not "B.C." or "FFFF.H"). None glued to a word or after `< > / .`: "and/or",
 //    "km/h" and "</b>" are text;
 //  - caller terms: literal, case-sensitive, longest first, never starting or ending inside a
 //    word. At one position the longest candidate wins; on a tie a caller term wins.

@@ -72,6 +72,7 @@ const DetectionCase kDetectionCases[] = {
     {"ObjC", "Could not open %@ for writing.", {"F:%@"}},
     {"Qt", "Error %1 occurred while reading %2.", {"F:%1", "F:%2"}},
     {"QtLocalised", "Total: %L1 files", {"F:%L1"}},
+    {"GlibcAndGccAndWide", "open %s: %m, at %qs, name %1$S", {"F:%s", "F:%m", "F:%qs", "F:%1$S"}},
     {"SpecifierGluedToText", "-s%s is not allowed", {"F:%s"}},
     // braces and templates
     {"BraceIndex", "Press {0} to continue or {1} to cancel.", {"F:{0}", "F:{1}"}},
