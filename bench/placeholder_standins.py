@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools", "corpu
 from mo_file import read_mo  # noqa: E402
 
 _PRINTF = (r"%%|%\(\w+\)[-+#0]*\d*(?:\.\d+)?[diouxXeEfFgGcrs]"
-           r"|%(?:\d+\$)?[-+#0']*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcspn@]"
+           r"|%(?:\d+\$)?[-+#0']*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcCsSpnm@]"
            r"|%\d+")
 _BRACE = r"\{\{\s*[\w.]+\s*\}\}|\{\w*(?::[^{}\s]*)?\}"
 _SHELL = r"\$\{[^}\s]+\}|\$\([^)\s]+\)|\$[A-Za-z_]\w*|\$\d"
