@@ -136,6 +136,7 @@ struct TagInfo {
   // The tag that followed the made-up end tag's place in the source with no text between (the
   // start tag that closed it, as a second <a> closes the first); -1 for none.
   int follower = -1;
+  bool newline_before = false;  // a <br> that put a '\n' into the unit's text before it
   std::vector<std::pair<size_t, ByteRange>> attributes;  // unit index, bytes within `open`
 };
 
@@ -453,8 +454,14 @@ class Builder {
       const size_t b = Offset(e.original_tag.data);
       Gap(s, b);
       if (!s->ok) return;
+      // A <br> right after a word is a line break in the text the model sees ("one<br>two" is
+      // two words); Render takes the '\n' out again.
+      const bool newline =
+          e.tag == GUMBO_TAG_BR && !s->text.text.empty() && !IsAsciiSpace(s->text.text.back());
+      if (newline) s->text.text += '\n';
       const int tag =
           NewTag(s, std::string(e.original_tag.data, e.original_tag.length), s->text.text.size());
+      s->tags[tag].newline_before = newline;
       s->cursor = b + e.original_tag.length;
       Attributes(n, &s->tags[tag]);
       // What gumbo put inside a self-closed <x/> follows it in the source.
@@ -654,6 +661,10 @@ std::string RenderBlock(const std::string& input, const Parsed& doc, size_t unit
       continue;
     }
     used[best] = true;
+    if (tags[best].newline_before && !out.empty() && out.back() == '\n') {
+      out.pop_back();
+      if (!out.empty() && out.back() == '\r') out.pop_back();
+    }
     const InlineTag& tag = m.tags[best];
     size_t pos = 0;
     for (const auto& [attr, bytes] : tags[best].attributes) {

@@ -332,6 +332,16 @@ TEST(HtmlDocument, OmittedEndTagIsWrittenOnlyWhereTheWordsMoved) {
   EXPECT_EQ(Translate(*doc, Mode::kUpper), "<p>A <b>B C</p>");
 }
 
+TEST(HtmlDocument, LineBreakBetweenWordsSeparatesThemForTheModel) {
+  auto doc = HtmlDocument::Parse("<p>First line<br>second line<br/></p>");
+  ASSERT_TRUE(doc.ok());
+  ASSERT_EQ(doc->units().size(), 1u);
+  EXPECT_EQ(doc->units()[0].text, "First line\nsecond line\n");
+  // Words reversed: the first break follows the word it followed, the last stays at the end.
+  EXPECT_EQ(Translate(*doc, Mode::kReverse), "<p>LINE SECOND LINE <br>FIRST<br/></p>");
+  EXPECT_EQ(Translate(*doc, Mode::kUpper), "<p>FIRST LINE <br>SECOND LINE<br/></p>");
+}
+
 TEST(HtmlDocument, InlineCodeIsOneUntranslatedVoidTag) {
   auto doc = HtmlDocument::Parse("<p>Call <code>run(x)</code> now</p>");
   ASSERT_TRUE(doc.ok());
