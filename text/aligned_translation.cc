@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "text/utf8_chars.h"
+
 namespace transerve::text {
 namespace {
 
@@ -43,28 +45,6 @@ std::string_view PieceBody(std::string_view piece, bool* word_start) {
     piece.remove_prefix(kWordMark.size());
   }
   return piece;
-}
-
-// Letters, digits and marks make words: a tag never lands inside one.
-bool IsWordChar(UChar32 c) {
-  return c >= 0 &&
-         (u_isalnum(c) || u_getCombiningClass(c) > 0 || u_charType(c) == U_NON_SPACING_MARK);
-}
-
-UChar32 CharBefore(std::string_view s, size_t pos) {
-  if (pos == 0) return -1;
-  int32_t i = static_cast<int32_t>(pos);
-  UChar32 c;
-  U8_PREV(s.data(), 0, i, c);
-  return c;
-}
-
-UChar32 CharAt(std::string_view s, size_t pos) {
-  if (pos >= s.size()) return -1;
-  int32_t i = static_cast<int32_t>(pos);
-  UChar32 c;
-  U8_NEXT(s.data(), i, static_cast<int32_t>(s.size()), c);
-  return c;
 }
 
 // Moves `pos` back to the start of the word it is inside (no move at a word boundary).

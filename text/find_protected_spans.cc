@@ -7,6 +7,7 @@
 #include <string>
 
 #include "text/protected_spans.h"
+#include "text/utf8_chars.h"
 
 namespace transerve::text {
 namespace {
@@ -17,25 +18,8 @@ bool IsAsciiAlnum(char c) { return IsAsciiDigit(c) || IsAsciiAlpha(c); }
 bool In(char c, std::string_view set) { return set.find(c) != std::string_view::npos; }
 char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
-UChar32 CharAt(std::string_view s, size_t pos, size_t* length = nullptr) {
-  if (pos >= s.size()) return -1;
-  int32_t i = static_cast<int32_t>(pos);
-  UChar32 c;
-  U8_NEXT(s.data(), i, static_cast<int32_t>(s.size()), c);
-  if (length != nullptr) *length = static_cast<size_t>(i) - pos;
-  return c;
-}
-
-UChar32 CharBefore(std::string_view s, size_t pos) {
-  if (pos == 0) return -1;
-  int32_t i = static_cast<int32_t>(pos);
-  UChar32 c;
-  U8_PREV(s.data(), 0, i, c);
-  return c;
-}
-
 // Letters, digits, marks and '_' make words: a caller term never starts or ends inside one.
-bool IsWordChar(UChar32 c) {
+bool IsTermChar(UChar32 c) {
   return c >= 0 && (c == '_' || u_isalnum(c) || u_charType(c) == U_NON_SPACING_MARK ||
                     u_charType(c) == U_COMBINING_SPACING_MARK);
 }
@@ -54,7 +38,7 @@ bool StartsWithNoCase(std::string_view text, size_t pos, std::string_view prefix
 bool AtTokenStart(std::string_view text, size_t pos, bool after_angle_ok = false) {
   const UChar32 c = CharBefore(text, pos);
   if (c < 0) return true;
-  if (IsWordChar(c)) return false;
+  if (IsTermChar(c)) return false;
   if (c > 0x7F) return true;
   if (In(static_cast<char>(c), "<>")) return after_angle_ok;
   return !In(static_cast<char>(c), "/.\\~-@%$&*+#");
@@ -212,7 +196,7 @@ size_t UrlCharLength(std::string_view t, size_t pos, std::string_view ascii_stop
   }
   size_t len = 0;
   const UChar32 c = CharAt(t, pos, &len);
-  return IsWordChar(c) ? len : 0;
+  return IsTermChar(c) ? len : 0;
 }
 
 // Drops trailing sentence punctuation and closing brackets the span did not open.
@@ -317,7 +301,7 @@ bool IsPathChar(std::string_view t, size_t pos, size_t* len) {
     *len = 1;
     return IsAsciiAlnum(static_cast<char>(b)) || In(static_cast<char>(b), "._-+@~%=,:*#/");
   }
-  return IsWordChar(CharAt(t, pos, len));
+  return IsTermChar(CharAt(t, pos, len));
 }
 
 // A file name with a known extension at pos ("server.conf", "README.md", "file.tar.gz").
@@ -325,7 +309,7 @@ size_t MatchFileName(std::string_view t, size_t pos) {
   if (!IsAsciiAlnum(t[pos]) && t[pos] != '_') return 0;
   size_t end = pos;
   while (end < t.size() && (IsAsciiAlnum(t[end]) || In(t[end], "._-+"))) ++end;
-  if (end < t.size() && IsWordChar(CharAt(t, end))) return 0;  // "datei.txtä"
+  if (end < t.size() && IsTermChar(CharAt(t, end))) return 0;  // "datei.txtä"
   while (end > pos && t[end - 1] == '.') --end;
   const std::string_view name = t.substr(pos, end - pos);
   const size_t dot = name.rfind('.');
@@ -410,8 +394,8 @@ size_t MatchPath(std::string_view t, size_t pos) {
 size_t MatchCallerTerm(std::string_view t, size_t pos, const std::vector<std::string>& terms) {
   for (const std::string& term : terms) {  // longest first
     if (t.substr(pos, term.size()) != term) continue;
-    if (IsWordChar(CharAt(term, 0)) && IsWordChar(CharBefore(t, pos))) continue;
-    if (IsWordChar(CharBefore(term, term.size())) && IsWordChar(CharAt(t, pos + term.size()))) {
+    if (IsTermChar(CharAt(term, 0)) && IsTermChar(CharBefore(t, pos))) continue;
+    if (IsTermChar(CharBefore(term, term.size())) && IsTermChar(CharAt(t, pos + term.size()))) {
       continue;
     }
     return term.size();

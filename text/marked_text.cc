@@ -5,42 +5,10 @@
 
 #include <algorithm>
 
+#include "text/utf8_chars.h"
+
 namespace transerve::text {
 namespace {
-
-UChar32 CharAt(std::string_view s, size_t pos) {
-  if (pos >= s.size()) return -1;
-  int32_t i = static_cast<int32_t>(pos);
-  UChar32 c;
-  U8_NEXT(s.data(), i, static_cast<int32_t>(s.size()), c);
-  return c;
-}
-
-UChar32 CharBefore(std::string_view s, size_t pos) {
-  if (pos == 0 || pos > s.size()) return -1;
-  int32_t i = static_cast<int32_t>(pos);
-  UChar32 c;
-  U8_PREV(s.data(), 0, i, c);
-  return c;
-}
-
-size_t NextChar(std::string_view s, size_t pos) {
-  int32_t i = static_cast<int32_t>(pos);
-  U8_FWD_1(reinterpret_cast<const uint8_t*>(s.data()), i, static_cast<int32_t>(s.size()));
-  return static_cast<size_t>(i);
-}
-
-size_t PrevChar(std::string_view s, size_t pos) {
-  int32_t i = static_cast<int32_t>(pos);
-  U8_BACK_1(reinterpret_cast<const uint8_t*>(s.data()), 0, i);
-  return static_cast<size_t>(i);
-}
-
-// The same notion of a word as MapSourceRange's: letters, digits and marks.
-bool IsWordChar(UChar32 c) {
-  return c >= 0 &&
-         (u_isalnum(c) || u_getCombiningClass(c) > 0 || u_charType(c) == U_NON_SPACING_MARK);
-}
 
 bool IsSpaceChar(UChar32 c) { return c >= 0 && u_isUWhiteSpace(c); }
 

@@ -96,40 +96,40 @@ TEST_F(HostileInputTest, EmptyListIsInvalidArgument) {
   EXPECT_NE(s.error_message().find("empty"), std::string::npos) << s.error_message();
 }
 
-// An empty or blank text is translated to the empty text (ids: EOS alone, score 0), whatever the
-// model would make of EOS alone, in both methods, next to normal texts that are translated.
-TEST_F(HostileInputTest, EmptyAndBlankTextsTranslateToEmptyText) {
+// An empty or blank text comes back as it is (its whitespace is layout) without running the
+// model: no sentences, no tokens, in both methods, next to normal texts that are translated.
+TEST_F(HostileInputTest, EmptyAndBlankTextsComeBackAsTheyAreWithoutTheModel) {
+  const std::vector<std::string> texts = {"", "the house is small", "   ", "\t \n"};
   for (int beam : {1, 4}) {
     v1::TranslateResponse resp;
-    auto req = Request({"", "the house is small", "   ", "\t \n"}, beam, 16);
+    auto req = Request(texts, beam, 16);
     req.mutable_options()->set_return_alignment(true);
     grpc::Status s = Translate(req, &resp);
     ASSERT_TRUE(s.ok()) << s.error_message();
     ASSERT_EQ(resp.translations_size(), 4);
     for (int i : {0, 2, 3}) {
       const v1::Translation& t = resp.translations(i);
-      EXPECT_EQ(t.text(), "") << "text " << i << " beam " << beam;
-      ASSERT_EQ(t.token_ids_size(), 1);
+      EXPECT_EQ(t.text(), texts[i]) << "text " << i << " beam " << beam;
+      EXPECT_EQ(t.sentences_size(), 0);
+      EXPECT_EQ(t.token_ids_size(), 0);
       EXPECT_EQ(t.score(), 0.0f);
-      EXPECT_EQ(t.source_token_count(), 1);
-      EXPECT_EQ(t.target_token_count(), 1);
-      ASSERT_EQ(t.alignment().weights_size(), 1);
-      EXPECT_EQ(t.alignment().weights(0), 1.0f);
+      EXPECT_EQ(t.confidence(), 0.0f);
+      EXPECT_EQ(t.source_token_count(), 0);
+      EXPECT_EQ(t.target_token_count(), 0);
     }
     EXPECT_GT(resp.translations(1).target_token_count(), 1);
-    EXPECT_EQ(resp.translations(0).token_ids(0),
-              resp.translations(1).token_ids(resp.translations(1).token_ids_size() - 1))
-        << "the empty text's one id is EOS";
+    EXPECT_EQ(resp.translations(1).sentences_size(), 1);
   }
-  // Streamed: one final chunk per empty text, with the empty text.
+  // Streamed: one final chunk per empty text, carrying the text as it is.
   grpc::ClientContext ctx;
   auto reader = stub_->TranslateStream(&ctx, Request({"", " "}, 1, 8));
   v1::TranslateStreamResponse msg;
   std::vector<int> done(2, 0);
   while (reader->Read(&msg)) {
     ASSERT_TRUE(msg.done());
-    EXPECT_EQ(msg.text_delta(), "");
-    EXPECT_EQ(msg.translation().text(), "");
+    const std::string expected = msg.index() == 0 ? "" : " ";
+    EXPECT_EQ(msg.text_delta(), expected);
+    EXPECT_EQ(msg.translation().text(), expected);
     ++done.at(static_cast<size_t>(msg.index()));
   }
   EXPECT_TRUE(reader->Finish().ok());
@@ -146,10 +146,14 @@ TEST_F(HostileInputTest, TextOverEveryLimitIsInvalidArgument) {
   for (int i = 0; i < 60; ++i) absl::StrAppend(&many_words, "w", i, " ");  // < 300 characters
   std::string two_byte_chars;  // 301 characters in 602 bytes: over, however bytes count
   for (int i = 0; i < 301; ++i) two_byte_chars += "\xC3\xA4";
+  // Over the token limit is an error only as one sequence (sentence splitting off); split, a
+  // sentence that long is cut into parts (below).
+  auto whole = Request({many_words}, 1, 8);
+  whole.mutable_document()->set_split_sentences(false);
   const std::vector<Case> cases = {
       {"characters", Request({std::string(301, 'a')}, 1, 8), "characters"},
       {"two-byte characters", Request({two_byte_chars}, 1, 8), "characters"},
-      {"tokens", Request({many_words}, 1, 8), "tokens"},
+      {"tokens", whole, "tokens"},
       {"texts", Request(std::vector<std::string>(17, "a"), 1, 8), "texts"},
       {"one big text among small ones", Request({"a", "b", std::string(5000, 'x')}, 1, 8),
        "texts[2]"},
@@ -161,11 +165,24 @@ TEST_F(HostileInputTest, TextOverEveryLimitIsInvalidArgument) {
         << c.what << ": " << s.error_message();
   }
   // What the caller asks for explicitly: truncation to the token limit.
-  auto truncated = Request({many_words}, 1, 8);
+  auto truncated = whole;
   truncated.mutable_options()->set_truncate(true);
   v1::TranslateResponse resp;
   ASSERT_TRUE(Translate(truncated, &resp).ok());
   EXPECT_EQ(resp.translations(0).source_token_count(), 40);
+  // Split (the default): cut at safe points, every part within the limit, nothing dropped.
+  ASSERT_TRUE(Translate(Request({many_words}, 1, 8), &resp).ok());
+  const v1::Translation& cut = resp.translations(0);
+  EXPECT_GT(cut.sentences_size(), 1);
+  std::string rejoined;
+  int tokens = 0;
+  for (const auto& part : cut.sentences()) {
+    EXPECT_LE(part.source_token_count(), 40);
+    tokens += part.source_token_count();
+    rejoined += (rejoined.empty() ? "" : " ") + part.source();
+  }
+  EXPECT_EQ(rejoined + " ", many_words);
+  EXPECT_EQ(cut.source_token_count(), tokens);
 }
 
 TEST_F(HostileInputTest, InvalidUtf8IsInvalidArgumentWhereverItIs) {
@@ -188,7 +205,8 @@ TEST_F(HostileInputTest, InvalidUtf8IsInvalidArgumentWhereverItIs) {
 }
 
 // NUL, C0/C1 controls, escape sequences, bidi overrides, zero-width and non-characters are valid
-// text: translated (OK), one translation each, never an error or a crash.
+// text: translated (OK), one translation each, never an error or a crash. A text with no letter
+// or digit at all is layout and comes back as it is.
 TEST_F(HostileInputTest, NulBytesAndControlCharactersAreTranslated) {
   const std::vector<std::string> texts = {
       std::string("a\0b", 3),
@@ -207,10 +225,17 @@ TEST_F(HostileInputTest, NulBytesAndControlCharactersAreTranslated) {
     grpc::Status s = Translate(Request(texts, beam, 12), &resp);
     ASSERT_TRUE(s.ok()) << s.error_message();
     ASSERT_EQ(resp.translations_size(), static_cast<int>(texts.size()));
-    for (const auto& t : resp.translations()) {
-      EXPECT_GE(t.target_token_count(), 1);
-      EXPECT_LE(t.target_token_count(), 12);
+    for (int i = 0; i < resp.translations_size(); ++i) {
+      const v1::Translation& t = resp.translations(i);
+      if (t.sentences_size() == 0) EXPECT_EQ(t.text(), texts[i]) << i;
+      for (const auto& sentence : t.sentences()) {
+        EXPECT_GE(sentence.target_token_count(), 1);
+        EXPECT_LE(sentence.target_token_count(), 12);
+      }
     }
+    // Those with letters are translated.
+    EXPECT_GE(resp.translations(3).sentences_size(), 1);
+    EXPECT_GE(resp.translations(4).sentences_size(), 2);
   }
 }
 
