@@ -141,6 +141,15 @@ std::vector<ByteRange> PieceRanges(std::string_view text, const std::vector<std:
 std::vector<int> HardAlignment(const AlignedTranslation& t) {
   std::vector<int> hard(t.target_tokens.size(), -1);
   if (!t.has_alignment()) return hard;
+  if (t.hard.size() == t.target_tokens.size()) {
+    for (size_t i = 0; i < hard.size(); ++i) {
+      const int s = t.hard[i];
+      const bool valid = s >= 0 && static_cast<size_t>(s) < t.source_tokens.size() &&
+                         !t.source_tokens[s].empty() && !t.target_tokens[i].empty();
+      hard[i] = valid ? s : -1;
+    }
+    return hard;
+  }
   const size_t s_count = t.source_tokens.size();
   for (size_t i = 0; i < hard.size(); ++i) {
     if (t.target_tokens[i].empty()) continue;

@@ -28,9 +28,14 @@ struct AlignedTranslation {
   // Row-major [target_tokens.size() x source_tokens.size()]: how much target token t attends
   // to source token s. Empty when the model returned no alignment.
   std::vector<float> weights;
+  // Instead of weights: each target token's source token (-1: none), as HardAlignment gives it.
+  // What a translation assembled from several (a whole HTML block) carries, so that its size
+  // grows with its tokens, not with their square.
+  std::vector<int> hard;
 
   bool has_alignment() const {
-    return !weights.empty() && weights.size() == source_tokens.size() * target_tokens.size();
+    return (!weights.empty() && weights.size() == source_tokens.size() * target_tokens.size()) ||
+           (!hard.empty() && hard.size() == target_tokens.size());
   }
 };
 

@@ -8,16 +8,17 @@
 namespace transerve::text {
 namespace {
 
-// The synthetic alignment of a translation that came without one: each target token attends
-// to the source token at the same relative position.
-void ProportionalWeights(AlignedTranslation* t) {
-  const size_t s_count = t->source_tokens.size(), t_count = t->target_tokens.size();
-  t->weights.assign(s_count * t_count, 0.0f);
-  if (s_count == 0) return;
+// Each target token of `t` to a source token: its own alignment, or, when it came without one,
+// the source token at the same relative position.
+std::vector<int> HardOrProportional(const AlignedTranslation& t) {
+  if (t.has_alignment()) return HardAlignment(t);
+  const size_t s_count = t.source_tokens.size(), t_count = t.target_tokens.size();
+  std::vector<int> hard(t_count, -1);
+  if (s_count == 0) return hard;
   for (size_t i = 0; i < t_count; ++i) {
-    const size_t s = std::min(s_count - 1, i * s_count / std::max<size_t>(t_count, 1));
-    t->weights[i * s_count + s] = 1.0f;
+    hard[i] = static_cast<int>(std::min(s_count - 1, i * s_count / std::max<size_t>(t_count, 1)));
   }
+  return hard;
 }
 
 }  // namespace
@@ -110,7 +111,8 @@ std::string Document::AssembleUnit(const Unit& unit,
     return out;
   }
   // Inline tags may span sentences: the unit's translation is one alignment built from its
-  // segments' (layout maps to itself), and the tags go back over the whole of it.
+  // segments' (layout maps to itself), and the tags go back over the whole of it. It is a hard
+  // alignment: a dense one over a whole block would grow with the square of its tokens.
   AlignedTranslation whole;
   whole.source = text;
   struct Block {
@@ -139,21 +141,15 @@ std::string Document::AssembleUnit(const Unit& unit,
     }
     whole.target += r.target;
   }
-  const size_t s_count = whole.source_tokens.size();
-  whole.weights.assign(s_count * whole.target_tokens.size(), 0.0f);
+  whole.hard.assign(whole.target_tokens.size(), -1);
   for (const Block& b : blocks) {
     if (b.t == nullptr) {
-      whole.weights[b.tgt_first * s_count + b.src_first] = 1.0f;
+      whole.hard[b.tgt_first] = static_cast<int>(b.src_first);
       continue;
     }
-    AlignedTranslation own = *b.t;
-    if (!own.has_alignment()) ProportionalWeights(&own);
-    const size_t own_s = own.source_tokens.size();
-    for (size_t ti = 0; ti < own.target_tokens.size(); ++ti) {
-      for (size_t si = 0; si < own_s; ++si) {
-        whole.weights[(b.tgt_first + ti) * s_count + b.src_first + si] =
-            own.weights[ti * own_s + si];
-      }
+    const std::vector<int> own = HardOrProportional(*b.t);
+    for (size_t ti = 0; ti < own.size(); ++ti) {
+      if (own[ti] >= 0) whole.hard[b.tgt_first + ti] = static_cast<int>(b.src_first) + own[ti];
     }
   }
   return InsertTags(unit.marked, whole, [&](std::string_view s) { return Escape(unit, s); });

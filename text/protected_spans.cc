@@ -151,6 +151,11 @@ ProtectedText Protect(std::string_view text, const ProtectOptions& options) {
   ProtectedText p;
   p.original = std::string(text);
   p.spans = FindProtectedSpans(text, options);
+  // A span glued to a digit cannot have a stand-in: "%1" then "1" would read as "%11". It goes
+  // to the model as it is (unprotected), the rare price of numbered stand-ins.
+  std::erase_if(p.spans, [&](const ProtectedSpan& span) {
+    return span.range.end < text.size() && IsDigit(text[span.range.end]);
+  });
   int n = 0;
   size_t pos = 0;
   for (const ProtectedSpan& span : p.spans) {
@@ -173,6 +178,7 @@ AlignedTranslation Unprotect(const ProtectedText& p, AlignedTranslation t) {
   if (!aligned_to_us) {
     t.source_tokens.clear();
     t.weights.clear();
+    t.hard.clear();
   }
   const std::string_view target = t.target;
   auto span_bytes = [&](size_t i) {

@@ -55,7 +55,8 @@ struct ProtectedText {
 
 // Each span becomes a numbered Qt-style stand-in `%1`, `%2`, ... (numbers whose `%N` already
 // occurs in the text are skipped): the stand-in the en-de model copied exactly once most often
-// (bench/placeholder_standins.py).
+// (bench/placeholder_standins.py). A span glued to a digit, where a stand-in would run into the
+// number ("%1" then "1" reads as "%11"), stays in the text unprotected and out of `spans`.
 ProtectedText Protect(std::string_view text, const ProtectOptions& options);
 
 // The stand-in Protect writes for number `n` (1-based).

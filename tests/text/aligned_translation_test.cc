@@ -94,5 +94,20 @@ TEST(MapSourcePoint, WithoutAlignmentUsesTheEdgesOrTheRelativePosition) {
   EXPECT_TRUE(mid == 9 || mid == 10) << mid;  // a boundary around "zwei"
 }
 
+TEST(HardAlignment, AGivenHardAlignmentStandsForTheWeights) {
+  auto t = Aligned("open the file", {"▁open", "▁the", "▁file", "</s>"}, "die Datei öffnen",
+                   {"▁die", "▁Datei", "▁öffnen", "</s>"}, {1, 2, 0, 3});
+  const std::vector<int> from_weights = HardAlignment(t);
+  AlignedTranslation hard_only = t;
+  hard_only.weights.clear();
+  hard_only.hard = from_weights;
+  EXPECT_TRUE(hard_only.has_alignment());
+  EXPECT_EQ(HardAlignment(hard_only), from_weights);
+  EXPECT_EQ(MapSourceRange(hard_only, {0, 4}), MapSourceRange(t, {0, 4}));
+  // Out-of-range or textless entries are no alignment.
+  hard_only.hard = {7, -3, 0, 1};
+  EXPECT_EQ(HardAlignment(hard_only), (std::vector<int>{-1, -1, 0, -1}));
+}
+
 }  // namespace
 }  // namespace transerve::text
