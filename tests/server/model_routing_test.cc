@@ -147,8 +147,8 @@ class ModelLanguagesTest : public ::testing::Test {
 };
 
 TEST_F(ModelLanguagesTest, ReadsTheTokenizerConfig) {
-  auto l = ReadModelLanguages(Dir("m1", R"({"source_lang": "eng", "target_lang": "deu"})"), "",
-                              Model());
+  auto l =
+      ReadModelLanguages(Dir("m1", R"({"source_lang": "eng", "target_lang": "deu"})"), "", Model());
   ASSERT_TRUE(l.ok());
   EXPECT_EQ(l->source, "en");
   EXPECT_EQ(l->target, "de");
@@ -168,8 +168,7 @@ TEST_F(ModelLanguagesTest, FallsBackToTheOpusMtDirectoryName) {
 }
 
 TEST_F(ModelLanguagesTest, TheOperatorsPairWinsAndIsChecked) {
-  auto l = ReadModelLanguages(Dir("opus-mt-fr-es2", R"({"source_lang": "fra"})"), "sv-fi",
-                              Model());
+  auto l = ReadModelLanguages(Dir("opus-mt-fr-es2", R"({"source_lang": "fra"})"), "sv-fi", Model());
   ASSERT_TRUE(l.ok());
   EXPECT_EQ(l->source, "sv");
   EXPECT_EQ(l->target, "fi");
