@@ -270,6 +270,17 @@ TEST_F(DocumentsTest, LanguagesPickTheModelAndAutoDetects) {
   r.set_target_language("es");
   ASSERT_TRUE(Call(r, &out).ok());
   EXPECT_EQ(out.model(), "model");
+  // French detected: the fr-es model, for a Spanish target.
+  v1::TranslateRequest french =
+      Request({"Le serveur n'a pas pu être joint. Veuillez réessayer plus tard, s'il vous plaît."});
+  french.set_source_language("auto");
+  french.set_target_language("es");
+  ASSERT_TRUE(Call(french, &out).ok());
+  EXPECT_EQ(out.detected_language(), "fr");
+  EXPECT_EQ(out.model(), "model");
+  // ... and French into German is served by no model: NOT_FOUND, not the English one.
+  french.set_target_language("de");
+  EXPECT_EQ(Call(french, &out).error_code(), grpc::StatusCode::NOT_FOUND);
   r.set_source_language("en");
   r.set_target_language("ja");
   grpc::Status s = Call(r, &out);
