@@ -87,26 +87,41 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
         for (size_t s = 0; s < count; ++s) owner_[prepared.texts[k].first + s] = {k, s};
         if (count == 0) SendReadyLocked(k);  // empty or layout only: answered at once
       }
-      remaining_ = n;
+      // One more than the sentences: Begin's own hold, so that the call cannot end (and this
+      // reactor go) while Begin still runs, however fast the sentences come back.
+      remaining_ = n + 1;
     }
-    StartPendingWrite();
-    if (n == 0) {
-      bool finish = false;
-      {
-        absl::MutexLock lock(&mu_);
-        finish = ShouldFinishLocked();
+    if (n > 0) {
+      std::function<void(size_t, const std::vector<int32_t>&)> progress;
+      if (partials)
+        progress = [this](size_t i, const std::vector<int32_t>& ids) { OnProgress(i, ids); };
+      auto s = StartSentences(
+          admitted_, [this] { return cancelled_.load() || aborted_.load(); },
+          [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); },
+          progress);
+      if (!s.ok()) {
+        // Nothing was queued and no callback runs: the empty texts' answers are never sent.
+        {
+          absl::MutexLock lock(&mu_);
+          queue_.clear();
+          to_start_ = nullptr;
+          writing_ = false;
+        }
+        return FailNow(s);
       }
-      if (finish) DoFinish();
-      return;
     }
-    std::function<void(size_t, const std::vector<int32_t>&)> progress;
-    if (partials)
-      progress = [this](size_t i, const std::vector<int32_t>& ids) { OnProgress(i, ids); };
-    auto s = StartSentences(
-        admitted_, [this] { return cancelled_.load() || aborted_.load(); },
-        [this](size_t i, absl::StatusOr<SearchResult> r) { OnSentence(i, std::move(r)); },
-        progress);
-    if (!s.ok()) return FailNow(s);
+    // Begin lets go: the empty texts' answers go out (unless a sentence's callback already
+    // started the writes), and the call ends here if everything is already done.
+    const grpc::ByteBuffer* start = nullptr;
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      --remaining_;
+      start = TakePendingWriteLocked();
+      finish = ShouldFinishLocked();
+    }
+    if (start != nullptr) StartWrite(start);
+    if (finish) DoFinish();
   }
 
   const text::Document& DocumentOf(size_t k) const { return admitted_.prepared.texts[k].document; }
@@ -142,6 +157,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       restored = RestoredBest(*admitted_.model->translator, admitted_.prepared, k, i, *r);
     }
     bool finish = false;
+    const grpc::ByteBuffer* start = nullptr;
     {
       absl::MutexLock lock(&mu_);
       if (!r.ok() && status_.ok()) {
@@ -154,9 +170,13 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
         SendReadyLocked(k);
       }
       --remaining_;
+      start = TakePendingWriteLocked();
       finish = ShouldFinishLocked();
     }
-    StartPendingWrite();
+    // Nothing of this reactor is touched past here unless this thread started a write (the
+    // call cannot end before it completes) or is the one to finish: another thread's write
+    // may otherwise complete and end the call at once.
+    if (start != nullptr) StartWrite(start);
     if (finish) DoFinish();
   }
 
@@ -220,11 +240,13 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
 
   void Enqueue(const v1::TranslateStreamResponse& msg) {
+    const grpc::ByteBuffer* start = nullptr;
     {
       absl::MutexLock lock(&mu_);
       EnqueueLocked(msg);
+      start = TakePendingWriteLocked();
     }
-    StartPendingWrite();
+    if (start != nullptr) StartWrite(start);
   }
   void EnqueueLocked(const v1::TranslateStreamResponse& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     queue_.push_back(SerializeMessage(msg));
@@ -233,13 +255,16 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       to_start_ = &queue_.front();
     }
   }
-  void StartPendingWrite() {
+  // The write to start, if the queue was idle; taken in the same critical section that queued
+  // it, so that only the thread that will start it can know of it.
+  const grpc::ByteBuffer* TakePendingWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const grpc::ByteBuffer* m = nullptr;
-    {
-      absl::MutexLock lock(&mu_);
-      std::swap(m, to_start_);
-    }
-    if (m != nullptr) StartWrite(m);
+    std::swap(m, to_start_);
+    return m;
+  }
+  const grpc::ByteBuffer* TakePendingWrite() {
+    absl::MutexLock lock(&mu_);
+    return TakePendingWriteLocked();
   }
   bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_ || remaining_ > 0 || writing_) return false;
