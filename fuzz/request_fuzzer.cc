@@ -33,13 +33,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   transerve::RequestLimits limits;
   limits.max_texts = 8;
   limits.max_text_chars = 256;
+  limits.max_sentences = 32;
   limits.max_source_tokens = 64;
   limits.max_beam_size = 4;
   limits.max_length = 32;
   auto prepared = transerve::PrepareRequest(request, *translator, limits);
   if (prepared.ok()) {
-    // What validation accepts must be within the limits it enforces.
-    if (static_cast<int>(prepared->sources.size()) > limits.max_texts) __builtin_trap();
+    // What validation accepts must be within the limits it enforces: texts, their segments
+    // (each text's run of sources, in order, covering them all), tokens per segment.
+    if (static_cast<int>(prepared->texts.size()) > limits.max_texts) __builtin_trap();
+    if (static_cast<int>(prepared->sources.size()) > limits.max_sentences) __builtin_trap();
+    size_t next = 0;
+    for (const auto& text : prepared->texts) {
+      if (text.first != next) __builtin_trap();
+      next += text.count();
+    }
+    if (next != prepared->sources.size()) __builtin_trap();
     for (const auto& ids : prepared->sources) {
       if (ids.empty() || static_cast<int>(ids.size()) > limits.max_source_tokens) {
         __builtin_trap();
