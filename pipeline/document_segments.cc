@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace transerve {
@@ -16,18 +17,26 @@ absl::StatusOr<DocumentSegments> SegmentDocument(const Translator& translator,
     prefixed.append(s.data(), s.size());
     return translator.Tokenize(prefixed, truncate);
   };
+  // The limit check tokenizes every sentence; what it tokenized is kept, so that a segment the
+  // model sees as written (no stand-ins, the usual case) is not tokenized a second time.
+  absl::flat_hash_map<std::string, std::vector<int32_t>> tokenized;
   text::SegmentLimit limit;
   limit.max_units = settings.max_source_tokens;
   limit.units = [&](std::string_view s) {
-    auto ids = tokenize(s, /*truncate=*/true);
-    return ids.ok() ? static_cast<int>(ids->size()) : std::numeric_limits<int>::max();
+    auto ids = tokenize(s, /*truncate=*/false);
+    if (!ids.ok()) return std::numeric_limits<int>::max();  // over the model's positions
+    const int n = static_cast<int>(ids->size());
+    tokenized.insert_or_assign(std::string(s), *std::move(ids));
+    return n;
   };
   auto document = text::Document::Build(text, options, limit);
   if (!document.ok()) return document.status();
   DocumentSegments out{*std::move(document), {}};
   out.ids.reserve(out.document.segment_count());
   for (size_t i = 0; i < out.document.segment_count(); ++i) {
-    auto ids = tokenize(out.document.model_text(i), settings.truncate);
+    const auto known = tokenized.find(out.document.model_text(i));
+    auto ids = known != tokenized.end() ? absl::StatusOr<std::vector<int32_t>>(known->second)
+                                        : tokenize(out.document.model_text(i), settings.truncate);
     if (!ids.ok()) return ids.status();
     if (static_cast<int64_t>(ids->size()) > settings.max_source_tokens) {
       if (!settings.truncate) {

@@ -122,6 +122,13 @@ TEST(RequestValidationTest, EveryTextBecomesItsSentences) {
   EXPECT_EQ(p->texts[2].first, 3u);
   ASSERT_EQ(p->sources.size(), 4u);
   EXPECT_EQ(p->sources[1], *Model().Tokenize("And another!", false));
+  // A sentence said twice is tokenized (once, then reused) for both of its segments.
+  auto twice = PrepareRequest(Req({"Open it. Open it. Open %s."}), Model(), limits);
+  ASSERT_TRUE(twice.ok()) << twice.status();
+  ASSERT_EQ(twice->sources.size(), 3u);
+  EXPECT_EQ(twice->sources[0], *Model().Tokenize("Open it.", false));
+  EXPECT_EQ(twice->sources[1], twice->sources[0]);
+  EXPECT_EQ(twice->sources[2], *Model().Tokenize("Open %1.", false));  // its stand-in
   limits.max_sentences = 3;
   EXPECT_EQ(PrepareRequest(Req({"One. Two.", "Three. Four."}), Model(), limits).status().code(),
             absl::StatusCode::kInvalidArgument);
