@@ -21,7 +21,9 @@ absl::StatusOr<DocumentSegments> SegmentDocument(const Translator& translator,
   // model sees as written (no stand-ins, the usual case) is not tokenized a second time.
   absl::flat_hash_map<std::string, std::vector<int32_t>> tokenized;
   text::SegmentLimit limit;
-  limit.max_units = settings.max_source_tokens;
+  // The server's limit, or the model's positions where they are fewer.
+  limit.max_units = static_cast<int>(std::min<int64_t>(
+      settings.max_source_tokens, translator.model().config.max_position_embeddings));
   limit.units = [&](std::string_view s) {
     auto ids = tokenize(s, /*truncate=*/false);
     if (!ids.ok()) return std::numeric_limits<int>::max();  // over the model's positions

@@ -46,11 +46,16 @@ void FillSentence(const Translator& t, const PreparedRequest& prepared, size_t s
 
 void FillDocumentTranslation(const Translator& t, const PreparedRequest& prepared, size_t text,
                              std::span<const SearchResult> results, v1::Translation* out,
-                             int64_t* generated_tokens) {
+                             int64_t* generated_tokens,
+                             std::vector<text::AlignedTranslation> restored) {
   const PreparedText& pt = prepared.texts[text];
   const text::Document& doc = pt.document;
   const size_t n = pt.count();
-  std::vector<text::AlignedTranslation> restored(n);
+  if (restored.size() != n) {
+    restored.assign(n, {});
+    for (size_t s = 0; s < n; ++s)
+      restored[s] = RestoredBest(t, prepared, text, pt.first + s, results[s]);
+  }
   double log_prob = 0;
   float score = 0;
   int64_t source_tokens = 0, target_tokens = 0;
@@ -58,7 +63,6 @@ void FillDocumentTranslation(const Translator& t, const PreparedRequest& prepare
   for (size_t s = 0; s < n; ++s) {
     const SearchResult& r = results[s];
     const Hypothesis& h = r.hypotheses[0];
-    restored[s] = RestoredBest(t, prepared, text, pt.first + s, r);
     FillSentence(t, prepared, pt.first + s, r, restored[s], out->add_sentences());
     log_prob += h.log_prob;
     score += h.score;

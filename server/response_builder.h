@@ -14,9 +14,11 @@ namespace transerve {
 // Text `text` of a prepared request, from its segments' results (in order): the document put
 // back together (text/), per-sentence results, counts summed, and the n-best as documents made
 // of each segment's n-th hypothesis. Adds the best hypotheses' lengths to `*generated_tokens`.
+// `restored`, when given, holds each segment's RestoredBest already made (the stream keeps them).
 void FillDocumentTranslation(const Translator& t, const PreparedRequest& prepared, size_t text,
                              std::span<const SearchResult> results, v1::Translation* out,
-                             int64_t* generated_tokens);
+                             int64_t* generated_tokens,
+                             std::vector<text::AlignedTranslation> restored = {});
 
 // One finished segment as its Sentence message; `restored` is its translation as
 // Document::Restore made it.

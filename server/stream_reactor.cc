@@ -234,8 +234,10 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     FillChunk(k, std::move(delta), msg);
     msg->set_done(true);
     int64_t generated = 0;
+    std::vector<text::AlignedTranslation> restored;
+    for (auto& r : texts_[k].restored) restored.push_back(std::move(*r));
     FillDocumentTranslation(*admitted_.model->translator, admitted_.prepared, k, texts_[k].results,
-                            msg->mutable_translation(), &generated);
+                            msg->mutable_translation(), &generated, std::move(restored));
     generated_.fetch_add(generated);
   }
 

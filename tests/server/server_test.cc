@@ -276,12 +276,16 @@ TEST_F(ServerTest, InvalidRequests) {
             StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(Call(stub_.get(), Request(std::vector<std::string>(65, "x"), 1, 8), &resp).error_code(),
             StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(Call(stub_.get(), Request({std::string(5000, 'a')}, 1, 8), &resp).error_code(),
-            StatusCode::INVALID_ARGUMENT);
+  // Over the model's positions: refused as one sequence; split (the default), cut into parts.
   std::string long_text;
   for (int i = 0; i < 400; ++i) absl::StrAppend(&long_text, "word", i, " ");
-  EXPECT_EQ(Call(stub_.get(), Request({long_text}, 1, 8), &resp).error_code(),
-            StatusCode::INVALID_ARGUMENT);
+  for (const std::string& text : {std::string(5000, 'a'), long_text}) {
+    auto whole = Request({text}, 1, 8);
+    whole.mutable_document()->set_split_sentences(false);
+    EXPECT_EQ(Call(stub_.get(), whole, &resp).error_code(), StatusCode::INVALID_ARGUMENT);
+    ASSERT_TRUE(Call(stub_.get(), Request({text}, 1, 8), &resp).ok());
+    EXPECT_GT(resp.translations(0).sentences_size(), 1);
+  }
   auto req = Request({"x"}, 1, 8);
   req.mutable_options()->set_num_hypotheses(3);
   EXPECT_EQ(Call(stub_.get(), req, &resp).error_code(), StatusCode::INVALID_ARGUMENT);
