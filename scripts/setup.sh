@@ -11,7 +11,7 @@ BUILD_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev nlohmann-json3-dev libspdlog-dev clang-format
-  libicu-dev libgumbo-dev libcld2-dev
+  libicu-dev libgumbo-dev libcld2-dev libcpp-httplib-dev
   prometheus openssl curl
 )
 # Tools: the PyTorch reference, fixture generation, tokenizer oracle (outside the C++ process).
@@ -22,6 +22,8 @@ TOOL_PACKAGES=(
 # The deployment tests (tests/deploy): nginx as the gRPC load balancer, the compose file's
 # validator (docker-compose v1 reads it; no Docker engine needed), YAML for the k8s checks.
 DEPLOY_TEST_PACKAGES=(nginx docker-compose python3-yaml gettext-base)
+# The web page's test (tests/server/http_page_test.py): headless Chromium driven by Selenium.
+BROWSER_TEST_PACKAGES=(chromium chromium-driver python3-selenium)
 # Fuzzing (scripts/fuzz.sh): clang with libFuzzer and its sanitizer runtimes.
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 # Benchmark suite only: the plots.
@@ -30,9 +32,9 @@ BENCH_PACKAGES=(python3-matplotlib)
 case "${1:-}" in
   --build-only) WANTED=("${BUILD_PACKAGES[@]}") ;;
   --bench) WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}" "${DEPLOY_TEST_PACKAGES[@]}"
-                   "${FUZZ_PACKAGES[@]}" "${BENCH_PACKAGES[@]}") ;;
+                   "${BROWSER_TEST_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}" "${BENCH_PACKAGES[@]}") ;;
   "") WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}" "${DEPLOY_TEST_PACKAGES[@]}"
-            "${FUZZ_PACKAGES[@]}") ;;
+            "${BROWSER_TEST_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}") ;;
   *) echo "usage: setup.sh [--build-only | --bench]" >&2; exit 2 ;;
 esac
 
