@@ -104,6 +104,7 @@ absl::StatusOr<std::unique_ptr<http::HttpFrontEnd>> StartHttp(const ServerConfig
   options.host = config.http_host;
   options.port = config.http_port;
   options.threads = config.http_threads;
+  options.io_timeout_ms = absl::ToInt64Milliseconds(config.http_io_timeout);
   options.max_body_bytes = static_cast<size_t>(config.max_message_bytes);
   options.tls_cert_file = config.tls_cert_file;
   options.tls_key_file = config.tls_key_file;

@@ -149,8 +149,8 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
   const int pending = options.pending_connections;
   svr.new_task_queue = [threads, pending] { return new BoundedTaskQueue(threads, pending); };
   svr.set_payload_max_length(options.max_body_bytes);
-  svr.set_read_timeout(options.read_timeout_s, 0);
-  svr.set_write_timeout(options.write_timeout_s, 0);
+  svr.set_read_timeout(std::chrono::milliseconds(options.io_timeout_ms));
+  svr.set_write_timeout(std::chrono::milliseconds(options.io_timeout_ms));
   svr.set_keep_alive_timeout(options.keep_alive_timeout_s);
   svr.set_keep_alive_max_count(options.keep_alive_max_requests);
   svr.set_tcp_nodelay(true);

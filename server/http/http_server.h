@@ -4,6 +4,7 @@
 // engine or the scheduler.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
@@ -26,8 +27,7 @@ struct HttpOptions {
   int pending_connections = 256;
   size_t max_body_bytes = 16 << 20;  // 413 beyond
   // Slow clients: each read and write of a request or answer must progress within these.
-  int read_timeout_s = 10;
-  int write_timeout_s = 10;
+  int64_t io_timeout_ms = 10000;
   // An idle keep-alive connection is closed after this (and the drain waits at most this).
   int keep_alive_timeout_s = 3;
   int keep_alive_max_requests = 1000;
