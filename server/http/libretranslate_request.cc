@@ -29,7 +29,8 @@ bool Truthy(const Json& v) {
     case Json::value_t::number_unsigned:
     case Json::value_t::number_float:
       return v.get<double>() != 0;
-    case Json::value_t::string:
+    case Json::value_t::string:  // json::empty() is false for every string
+      return !v.get_ref<const std::string&>().empty();
     case Json::value_t::array:
     case Json::value_t::object:
       return !v.empty();
@@ -62,6 +63,8 @@ std::variant<Json, LtError> JsonObject(const HttpInput& input) {
   } catch (const Json::parse_error& e) {
     return LtError{400,
                    absl::StrCat("Failed to decode JSON object: syntax error at byte ", e.byte)};
+  } catch (const Json::exception&) {  // out_of_range: a number beyond double's range (1e400)
+    return LtError{400, "Failed to decode JSON object: a number out of range"};
   }
   if (!body.is_object()) return LtError{400, "Invalid JSON format"};
   return body;
