@@ -247,14 +247,16 @@ HttpReply LtBackendError(const grpc::Status& status, bool api_key_given) {
 
 HttpReply LtTranslate(const HttpInput& input, TranslatorBackend& backend,
                       const LtSettings& settings) {
-  auto parsed = ParseLtTranslate(input);
-  if (const auto* e = std::get_if<LtError>(&parsed)) return LtErrorReply(e->status, e->message);
-  const LtTranslateArgs& a = std::get<LtTranslateArgs>(parsed);
-  const CallOptions options = CallOptionsFor(input, a.api_key);
-  // First, as LibreTranslate checks the key before anything else.
+  // The key first (ListModels checks it), as LibreTranslate checks it before the fields.
+  const auto key = ReadLtApiKey(input);
+  if (const auto* e = std::get_if<LtError>(&key)) return LtErrorReply(e->status, e->message);
+  const CallOptions options = CallOptionsFor(input, std::get<std::string>(key));
   auto models = ListModels(backend, options);
   if (auto* reply = std::get_if<HttpReply>(&models)) return *reply;
   const auto& served = std::get<v1::ListModelsResponse>(models);
+  auto parsed = ParseLtTranslate(input);
+  if (const auto* e = std::get_if<LtError>(&parsed)) return LtErrorReply(e->status, e->message);
+  const LtTranslateArgs& a = std::get<LtTranslateArgs>(parsed);
   if (auto reply = CheckLimits(a, settings)) return *reply;
   const std::string source = text::CanonicalLanguage(a.source);
   const std::string target = text::CanonicalLanguage(a.target);
@@ -267,11 +269,13 @@ HttpReply LtTranslate(const HttpInput& input, TranslatorBackend& backend,
 }
 
 HttpReply LtDetect(const HttpInput& input, TranslatorBackend& backend) {
+  const auto key = ReadLtApiKey(input);
+  if (const auto* e = std::get_if<LtError>(&key)) return LtErrorReply(e->status, e->message);
+  auto models = ListModels(backend, CallOptionsFor(input, std::get<std::string>(key)));
+  if (auto* reply = std::get_if<HttpReply>(&models)) return *reply;
   auto parsed = ParseLtDetect(input);
   if (const auto* e = std::get_if<LtError>(&parsed)) return LtErrorReply(e->status, e->message);
   const LtDetectArgs& a = std::get<LtDetectArgs>(parsed);
-  auto models = ListModels(backend, CallOptionsFor(input, a.api_key));
-  if (auto* reply = std::get_if<HttpReply>(&models)) return *reply;
   const LtLanguageTable table(std::get<v1::ListModelsResponse>(models));
   // LibreTranslate detects only among the languages it has models for.
   const bool any = table.ReadsAnyLanguage();

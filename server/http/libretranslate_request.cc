@@ -243,6 +243,13 @@ std::variant<LtDetectArgs, LtError> ParseLtDetect(const HttpInput& input) {
   return a;
 }
 
+std::variant<std::string, LtError> ReadLtApiKey(const HttpInput& input) {
+  if (!IsJsonContentType(input.content_type)) return ParamOrEmpty(input, "api_key");
+  auto body = JsonObject(input);
+  if (auto* e = std::get_if<LtError>(&body)) return *e;
+  return JsonApiKey(input, std::get<Json>(body));
+}
+
 std::string ParseLtApiKey(const HttpInput& input) {
   if (IsJsonContentType(input.content_type) && !input.body.empty()) {
     auto body = JsonObject(input);

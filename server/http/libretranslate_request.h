@@ -48,6 +48,11 @@ std::string LtBearerToken(const HttpInput& input, const std::string& api_key);
 std::variant<LtTranslateArgs, LtError> ParseLtTranslate(const HttpInput& input);
 std::variant<LtDetectArgs, LtError> ParseLtDetect(const HttpInput& input);
 
+// The api_key of /translate and /detect, which LibreTranslate reads before anything else: the
+// JSON body's (else the query's), or the form's or query's; 400 for a JSON body that is not a
+// JSON object.
+std::variant<std::string, LtError> ReadLtApiKey(const HttpInput& input);
+
 // The api_key of a request whose body needs no other field (/languages): the JSON body's, else
 // the query's or form's; "" when none or when the body is not a JSON object.
 std::string ParseLtApiKey(const HttpInput& input);

@@ -594,7 +594,15 @@ TEST_F(LtApiTest, AKeyFailureSaysWhetherAKeyWasGiven) {
           JsonInput({{"q", Text()}, {"source", "en"}, {"target", "de"}, {"api_key", Word()}}),
           backend_),
       403, "Invalid API key");
-  // Before the languages are checked, as LibreTranslate checks the key first.
+  // Before the fields are checked, as LibreTranslate checks the key first.
+  ExpectError(LtTranslate(JsonInput({{"source", "en"}}), backend_), 403,
+              "Please contact the server operator to get an API key");
+  ExpectError(LtDetect(FormInput({}), backend_), 403,
+              "Please contact the server operator to get an API key");
+  // Only a body that is not JSON comes before the key (the key is in it).
+  HttpInput broken = JsonInput({});
+  broken.body = "{";
+  EXPECT_EQ(LtTranslate(broken, backend_).status, 400);
   ExpectError(LtTranslate(JsonInput({{"q", Text()}, {"source", "xx"}, {"target", "de"}}), backend_),
               403, "Please contact the server operator to get an API key");
 }
