@@ -42,6 +42,10 @@ bool Truthy(const Json& v) {
 // A value as LibreTranslate would print it in a message (str() of the Python value, roughly).
 std::string Shown(const Json& v) {
   if (v.is_string()) return v.get<std::string>();
+  // Not the contents of an array or object: printing one nested a million deep would recurse as
+  // deep (and a message has no use for a megabyte).
+  if (v.is_array()) return "[...]";
+  if (v.is_object()) return "{...}";
   return v.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 

@@ -464,7 +464,26 @@ TEST_F(LtApiTest, WrongJsonTypesAre400) {
   ExpectError(
       LtTranslate(JsonInput({{"q", Text()}, {"source", "en"}, {"target", Json::array({"de"})}}),
                   backend_),
-      400, "[\"de\"] is not supported");
+      400, "[...] is not supported");
+  EXPECT_TRUE(backend_.requests.empty());
+}
+
+TEST_F(LtApiTest, DeeplyNestedValuesAre400) {
+  TRACE_SEED();
+  const size_t depth = 100000 + Between(0, 1000);
+  const std::string nested = std::string(depth, '[') + std::string(depth, ']');
+  HttpInput in = JsonInput({});
+  for (const std::string field : {"q", "source", "target", "format", "alternatives"}) {
+    SCOPED_TRACE(field);
+    Json body = {{"q", Text()}, {"source", "en"}, {"target", "de"}};
+    body.erase(field);
+    std::string text = body.dump();
+    text.insert(1, "\"" + field + "\": " + nested + ",");
+    in.body = text;
+    const HttpReply r = LtTranslate(in, backend_);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_TRUE(Body(r).contains("error"));
+  }
   EXPECT_TRUE(backend_.requests.empty());
 }
 
