@@ -7,7 +7,8 @@ size mismatches, NaN weights, bad JSON). spm: texts for the fixture model (first
 small unigram model trained here with spm_train (first byte 1; identity normalization keeps it
 small: the fixture exercises the charsmap), whole and truncated. request:
 serialized TranslateRequest messages, valid and out of range, hand-encoded in the protobuf wire
-format (Debian's python3-protobuf is not required).
+format (Debian's python3-protobuf is not required). http_request: LibreTranslate requests in
+each body encoding, valid and hostile, with the fake backend's answers (see the fuzzer's layout).
 """
 import json
 import os

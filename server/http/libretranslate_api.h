@@ -15,8 +15,9 @@
 //   are German too; codes in answers are canonical (ISO 639-1 where one exists).
 // - Languages are listed sorted by code, names in English from ICU (not argos' names).
 // - Wrong JSON types LibreTranslate fails on with 500 (q a number, an array holding a
-//   non-string, alternatives null) are 400; "alternatives" as a string parses like Python's
-//   int() without its "_" digit separators.
+//   non-string, alternatives null or "abc") are 400; "alternatives" as a string parses like
+//   Python's int() without its "_" digit separators. A source, target or format that is a JSON
+//   array or object is named "[...]" / "{...}" in the error, not printed.
 // - The text is not post-processed as argos output is (LibreTranslate's punctuation and case
 //   "improvements" and its HTML unescaping): transerve's document pipeline restores layout,
 //   markup and protected spans itself.
