@@ -277,9 +277,11 @@ HttpReply LtDetect(const HttpInput& input, TranslatorBackend& backend) {
   if (const auto* e = std::get_if<LtError>(&parsed)) return LtErrorReply(e->status, e->message);
   const LtDetectArgs& a = std::get<LtDetectArgs>(parsed);
   const LtLanguageTable table(std::get<v1::ListModelsResponse>(models));
-  // LibreTranslate detects only among the languages it has models for.
+  // LibreTranslate detects among the languages it lists (argos' installed languages: those its
+  // models read and those they write), libretranslate/language.py detect_languages().
   const bool any = table.ReadsAnyLanguage();
-  const std::vector<std::string> candidates = table.Sources();
+  std::vector<std::string> candidates;
+  for (const LtLanguage& l : table.list()) candidates.push_back(l.code);
   std::vector<std::vector<text::DetectedLanguage>> per_text;
   for (const std::string& q : a.q) {
     per_text.push_back(any ? text::DetectLanguages(q) : text::DetectLanguagesAmong(q, candidates));

@@ -60,7 +60,7 @@ struct LtSettings {
 HttpReply LtTranslate(const HttpInput& input, TranslatorBackend& backend,
                       const LtSettings& settings = {});
 // POST /detect: [{"confidence": 0..100, "language": code}, ...], best first, among the languages
-// the server translates from.
+// GET /languages lists (as LibreTranslate: a language a model only writes is one too).
 HttpReply LtDetect(const HttpInput& input, TranslatorBackend& backend);
 // GET /languages: [{"code", "name", "targets": [...]}, ...].
 HttpReply LtLanguages(const HttpInput& input, TranslatorBackend& backend);
