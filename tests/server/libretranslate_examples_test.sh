@@ -72,6 +72,17 @@ def translated(got, text, **kw):
     want = native(text, **kw)["text"]
     assert got == want, f"LibreTranslate API {got!r} != native {want!r}"
 
+def detected(d, q):
+    """detectedLanguage {confidence 0..100, language}: /detect's best answer for the same text,
+    a language /languages lists."""
+    assert isinstance(d, dict) and sorted(d) == ["confidence", "language"], d
+    assert isinstance(d["confidence"], (int, float)) and 0 <= d["confidence"] <= 100, d
+    req = urllib.request.Request(base + "/detect", json.dumps({"q": q}).encode(),
+                                 {"Content-Type": "application/json"})
+    best = json.load(urllib.request.urlopen(req))[0]
+    assert d == best, (d, best)
+    return d["language"]
+
 def error(j):
     assert isinstance(j, dict) and list(j) == ["error"] and isinstance(j["error"], str) \
         and j["error"], j
@@ -123,6 +134,38 @@ check alternatives 'assert sorted(j) == ["alternatives", "translatedText"], j' \
   'for h in hyps[1:]:' \
   '    if h and h != hyps[0] and h not in want: want.append(h)' \
   'assert alts == want, (alts, want)'
+
+# [README] "Auto Detect Language": auto->en mapped to auto->de. The text is Italian; this server
+# lists English and German only, and LibreTranslate detects among the languages it lists, so the
+# answer is English (with no confidence when nothing is found) and the text is translated from it.
+lt auto 200 -X POST "$base/translate" -H "Content-Type: application/json" \
+  -d '{"q": "Ciao!", "source": "auto", "target": "de"}'
+check auto 'assert sorted(j) == ["detectedLanguage", "translatedText"], j' \
+  'translated(j["translatedText"], "Ciao!", source=detected(j["detectedLanguage"], "Ciao!"))'
+# [DOCS] "Auto Detection of Source Language": auto->en mapped to auto->de (French text, as above).
+lt auto_docs 200 -X POST "$base/translate" -H "Content-Type: application/json" \
+  -d '{"q": "Bonjour!", "source": "auto", "target": "de", "api_key": "xxxxxx"}'
+check auto_docs 'assert sorted(j) == ["detectedLanguage", "translatedText"], j' \
+  'translated(j["translatedText"], "Bonjour!", source=detected(j["detectedLanguage"], "Bonjour!"))'
+# [LTTESTS] test_api_translate_auto_detect_source (form body; es mapped to de): English, sure.
+english="This is a sentence written in English for testing purposes"
+lt auto_english 200 -X POST "$base/translate" -d "q=$english" -d source=auto -d target=de
+check auto_english 'd = j["detectedLanguage"]' \
+  'assert detected(d, "'"$english"'") == "en" and d["confidence"] > 0, j' \
+  'translated(j["translatedText"], "'"$english"'")'
+# [LTTESTS] test_api_translate_batch_auto_detect (es mapped to de): one detectedLanguage per text.
+lt auto_batch 200 -X POST "$base/translate" -H "Content-Type: application/json" \
+  -d '{"q": ["Hello there", "Good morning"], "source": "auto", "target": "de"}'
+check auto_batch 'd = j["detectedLanguage"]' \
+  'assert isinstance(d, list) and len(d) == 2 and all(x["language"] == "en" for x in d), j' \
+  'assert isinstance(j["translatedText"], list) and len(j["translatedText"]) == 2, j' \
+  'translated(j["translatedText"][0], "Hello there")' \
+  'translated(j["translatedText"][1], "Good morning")'
+# German detected, into German: LibreTranslate's 400 for a pair it has no model for.
+lt auto_german 400 -X POST "$base/translate" -H "Content-Type: application/json" \
+  -d '{"q": "Der schnelle braune Fuchs springt über den faulen Hund.", "source": "auto", "target": "de"}'
+check auto_german \
+  'assert error(j) == "German (de) is not available as a target language from German (de)", j'
 
 # [FAQ] "Can I do batch translations?": q an array, translatedText an array of as many strings.
 # en->es mapped to en->de.
