@@ -5,8 +5,10 @@
 # same text. Then the error cases LibreTranslate documents, a server with --auth_token (api_key),
 # and form-encoded and multipart bodies.
 #
-# The examples' JSON bodies are copied as published; only the host and port are ours, and a
-# language pair this server does not serve is mapped to en->de (said at each example). Sources:
+# LibreTranslate publishes its examples as JavaScript fetch() calls with a JSON body; each is sent
+# here as curl -d with the body JSON.stringify gives (spacing aside). The bodies are copied as
+# published; only the host and port are ours, and a language pair this server does not serve is
+# mapped to en->de (said at each example). Sources:
 #   [README]  https://github.com/LibreTranslate/LibreTranslate/blob/main/README.md ("API Examples")
 #   [DOCS]    https://docs.libretranslate.com/guides/api_usage/
 #             (github.com/LibreTranslate/Documentation src/content/docs/guides/api_usage.md)
@@ -108,15 +110,17 @@ lt simple_docs 200 -X POST "$base/translate" -H "Content-Type: application/json"
 check simple_docs 'assert list(j) == ["translatedText"], j' \
   'translated(j["translatedText"], "Hello!")'
 
-# [README] "HTML" and [DOCS] "Translate HTML/Markup" (the same body but its api_key): en->es
+# [README] "HTML" and [DOCS] "Translate HTML/Markup" (the same body and an api_key): en->es
 # mapped to en->de. The markup comes back around the translation.
 html_q='<p class=\"green\">Hello!</p>'
-lt html 200 -X POST "$base/translate" -H "Content-Type: application/json" \
-  -d "{\"q\": \"$html_q\", \"source\": \"en\", \"target\": \"de\", \"format\": \"html\"}"
-check html 'assert list(j) == ["translatedText"], j' \
-  't = j["translatedText"]' \
-  'assert t.startswith("<p class=\"green\">") and t.endswith("</p>"), t' \
-  'translated(t, "<p class=\"green\">Hello!</p>", html=True)'
+for key_field in "" ', "api_key": "xxxxxx"'; do
+  lt html 200 -X POST "$base/translate" -H "Content-Type: application/json" \
+    -d "{\"q\": \"$html_q\", \"source\": \"en\", \"target\": \"de\", \"format\": \"html\"$key_field}"
+  check html 'assert list(j) == ["translatedText"], j' \
+    't = j["translatedText"]' \
+    'assert t.startswith("<p class=\"green\">") and t.endswith("</p>"), t' \
+    'translated(t, "<p class=\"green\">Hello!</p>", html=True)'
+done
 
 # [README] and [DOCS] "Alternative Translations" (the docs add api_key "xxxxxx"): en->it mapped
 # to en->de. alternatives: a list of strings, each once, none the translation; the translation
