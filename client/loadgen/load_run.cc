@@ -232,9 +232,10 @@ class Runner {
   Clock::time_point last_measured_answer_;
 
   // Calls in flight (for the drain), and answered calls waiting to be destroyed. A call's
-  // context is destroyed by Reap on this runner's own threads, never inside gRPC's completion
-  // of that call (destroying it there unreferences the call twice), and only after a full
-  // reaping period, by when gRPC has long returned from the callback.
+  // protocol state is destroyed by Reap on this runner's own threads, never inside the
+  // protocol's completion of that call (destroying a gRPC context there unreferences the call
+  // twice; an HTTP worker is still inside the call's Run), and only after a full reaping
+  // period, by when the sender has long returned from the callback.
   static constexpr Clock::duration kReapEvery = std::chrono::milliseconds(500);
   void Reap() {
     std::vector<std::shared_ptr<CallState>> dead;
