@@ -161,6 +161,17 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
   svr.Post("/v1/translate/stream", routes.Stream(b));
   svr.Get("/v1/models",
           routes.Unary("v1", "/v1/models", [b](const HttpInput& in) { return V1Models(in, *b); }));
+  const LtSettings lt = options.libretranslate;
+  svr.Post("/translate", routes.Unary("libretranslate", "/translate", [b, lt](const HttpInput& in) {
+    return LtTranslate(in, *b, lt);
+  }));
+  svr.Post("/detect", routes.Unary("libretranslate", "/detect",
+                                   [b](const HttpInput& in) { return LtDetect(in, *b); }));
+  svr.Get("/languages", routes.Unary("libretranslate", "/languages",
+                                     [b](const HttpInput& in) { return LtLanguages(in, *b); }));
+  svr.Get("/frontend/settings",
+          routes.Unary("libretranslate", "/frontend/settings",
+                       [b, lt](const HttpInput& in) { return LtFrontendSettings(in, *b, lt); }));
   svr.Get("/healthz",
           routes.Unary("health", "/healthz", [](const HttpInput&) { return Healthz(); }));
   svr.Get("/readyz",

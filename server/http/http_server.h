@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "server/http/libretranslate_api.h"
 #include "server/http/translator_backend.h"
 
 namespace prometheus {
@@ -36,7 +37,7 @@ struct HttpOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
-  int max_text_chars = 100000;  // LibreTranslate's /frontend/settings "charLimit"
+  LtSettings libretranslate;  // its limits, as /frontend/settings tells them
 };
 
 class HttpFrontEnd {
