@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <charconv>
+#include <map>
 #include <string_view>
 #include <utility>
 
@@ -52,6 +53,19 @@ struct HttpFrontEnd::Routes {
   prometheus::Family<prometheus::Counter>* requests = nullptr;
   prometheus::Family<prometheus::Histogram>* duration = nullptr;
   std::atomic<bool> stopped{false};
+  // Each route's path and the methods it answers: a known path asked with another method is a
+  // 405 naming them, not a 404 (httplib routes by method and path together).
+  std::map<std::string, std::string> methods_of_path;
+
+  void Route(const char* method, const std::string& path, httplib::Server::Handler handler) {
+    std::string& methods = methods_of_path[path];
+    methods = methods.empty() ? method : absl::StrCat(methods, ", ", method);
+    if (std::string_view(method) == "GET") {
+      server->Get(path, std::move(handler));
+    } else {
+      server->Post(path, std::move(handler));
+    }
+  }
 
   void Record(const char* api, const char* route, int status, absl::Time start) {
     requests->Add({{"api", api}, {"route", route}, {"code", std::to_string(status)}}).Increment();
@@ -156,20 +170,34 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
   svr.set_tcp_nodelay(true);
 
   TranslatorBackend* b = front->backend_.get();
-  svr.Post("/v1/translate", routes.Unary("v1", "/v1/translate",
-                                         [b](const HttpInput& in) { return V1Translate(in, *b); }));
-  svr.Post("/v1/translate/stream", routes.Stream(b));
-  svr.Get("/v1/models",
-          routes.Unary("v1", "/v1/models", [b](const HttpInput& in) { return V1Models(in, *b); }));
-  svr.Get("/healthz",
-          routes.Unary("health", "/healthz", [](const HttpInput&) { return Healthz(); }));
-  svr.Get("/readyz",
-          routes.Unary("health", "/readyz", [b](const HttpInput&) { return Readyz(*b); }));
+  routes.Route("POST", "/v1/translate",
+               routes.Unary("v1", "/v1/translate",
+                            [b](const HttpInput& in) { return V1Translate(in, *b); }));
+  routes.Route("POST", "/v1/translate/stream", routes.Stream(b));
+  routes.Route("GET", "/v1/models", routes.Unary("v1", "/v1/models", [b](const HttpInput& in) {
+    return V1Models(in, *b);
+  }));
+  routes.Route("GET", "/healthz",
+               routes.Unary("health", "/healthz", [](const HttpInput&) { return Healthz(); }));
+  routes.Route("GET", "/readyz",
+               routes.Unary("health", "/readyz", [b](const HttpInput&) { return Readyz(*b); }));
 
   // httplib's own answers (no route, a body over the limit, a request it cannot parse) get a
   // JSON body saying why, like every other error.
-  svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  svr.set_error_handler([&routes](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
+    if (res.status == 404) {
+      if (auto known = routes.methods_of_path.find(req.path);
+          known != routes.methods_of_path.end()) {
+        res.set_header("Allow", known->second);
+        Write(ErrorReply(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                      absl::StrCat(req.path, " answers ", known->second, ", not ",
+                                                   req.method.substr(0, 20)))),
+              res);
+        res.status = 405;
+        return;
+      }
+    }
     std::string why = res.status == 404   ? absl::StrCat("no such route: ", req.method, " ",
                                                          req.path.substr(0, 200))
                       : res.status == 413 ? "the request body is over the server's limit"
