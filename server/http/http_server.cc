@@ -5,6 +5,7 @@
 #include <prometheus/family.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <charconv>
@@ -13,6 +14,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "model/core/logging.h"
 #include "server/http/bounded_task_queue.h"
@@ -53,6 +55,25 @@ struct HttpFrontEnd::Routes {
   prometheus::Family<prometheus::Counter>* requests = nullptr;
   prometheus::Family<prometheus::Histogram>* duration = nullptr;
   std::atomic<bool> stopped{false};
+  // Streams being answered: httplib's stop() ends a chunked answer mid-way (no last event, no
+  // final chunk), so Stop waits for them first.
+  absl::Mutex streams_mu;
+  int streams ABSL_GUARDED_BY(streams_mu) = 0;
+
+  void StreamBegins() {
+    absl::MutexLock lock(&streams_mu);
+    ++streams;
+  }
+  void StreamEnds() {
+    absl::MutexLock lock(&streams_mu);
+    --streams;
+  }
+  // True when no stream is left within `limit`.
+  bool AwaitNoStreams(absl::Duration limit) {
+    absl::MutexLock lock(&streams_mu);
+    auto none = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu) { return streams == 0; };
+    return streams_mu.AwaitWithTimeout(absl::Condition(&none), limit);
+  }
   // Each route's path and the methods it answers: a known path asked with another method is a
   // 405 naming them, not a 404 (httplib routes by method and path together).
   std::map<std::string, std::string> methods_of_path;
@@ -88,10 +109,12 @@ struct HttpFrontEnd::Routes {
   httplib::Server::Handler Stream(TranslatorBackend* backend) {
     return [this, backend](const httplib::Request& req, httplib::Response& res) {
       const absl::Time start = absl::Now();
+      StreamBegins();
       StreamStart opened = OpenV1Stream(InputOf(req), *backend);
       if (opened.error.has_value()) {
         Write(*opened.error, res);
         Record("v1", "/v1/translate/stream", res.status, start);
+        StreamEnds();
         return;
       }
       res.status = 200;
@@ -125,7 +148,11 @@ struct HttpFrontEnd::Routes {
             sink.done();
             return true;
           },
-          [this, start](bool) { Record("v1", "/v1/translate/stream", 200, start); });
+          // httplib calls this once, when the answer ends or its connection goes.
+          [this, start](bool) {
+            Record("v1", "/v1/translate/stream", 200, start);
+            StreamEnds();
+          });
     };
   }
 };
@@ -168,6 +195,14 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
   svr.set_keep_alive_timeout(options.keep_alive_timeout_s);
   svr.set_keep_alive_max_count(options.keep_alive_max_requests);
   svr.set_tcp_nodelay(true);
+  // httplib listens with a backlog of 5: a burst of connections overflows it and, with SYN
+  // cookies, some are reset before the server reads them (requests lost, no answer). The
+  // listening socket is noted here so that its backlog can be raised once bound.
+  auto listening = std::make_shared<std::atomic<int>>(-1);
+  svr.set_socket_options([listening](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listening->store(sock);
+  });
 
   TranslatorBackend* b = front->backend_.get();
   routes.Route("POST", "/v1/translate",
@@ -231,12 +266,24 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
     return absl::UnavailableError(
         absl::StrCat("cannot listen for HTTP on ", options.host, ":", options.port));
   }
+  // Listening again on a listening socket sets its backlog (Linux); the kernel caps it at
+  // net.core.somaxconn.
+  if (listening->load() < 0 || ::listen(listening->load(), SOMAXCONN) != 0) {
+    Log().warn("HTTP: cannot raise the listen backlog; bursts of connections may be refused");
+  }
+  front->stream_stop_timeout_ms_ = options.stream_stop_timeout_ms;
   front->listener_ = std::thread([&svr] { svr.listen_after_bind(); });
   return front;
 }
 
 void HttpFrontEnd::Stop() {
   if (routes_ == nullptr || routes_->stopped.exchange(true)) return;
+  // Streams in flight end first (their calls end by the drain's deadline); the listener stays
+  // open meanwhile, and what comes then is answered by the draining service (503).
+  if (!routes_->AwaitNoStreams(absl::Milliseconds(stream_stop_timeout_ms_))) {
+    Log().warn("HTTP: streams still running after {} ms: closing their connections",
+               stream_stop_timeout_ms_);
+  }
   routes_->server->stop();
   if (listener_.joinable()) listener_.join();
 }

@@ -31,6 +31,9 @@ struct HttpOptions {
   // An idle keep-alive connection is closed after this (and the drain waits at most this).
   int keep_alive_timeout_s = 3;
   int keep_alive_max_requests = 1000;
+  // Stop waits this long for streaming answers in flight to end before it closes the listener
+  // (closing it ends them mid-way); their calls end by the drain's deadline anyway.
+  int64_t stream_stop_timeout_ms = 60000;
   // PEM files; both set: HTTPS (the gRPC port's TLS files). With the CA: clients must present a
   // certificate it signs.
   std::string tls_cert_file;
@@ -48,8 +51,9 @@ class HttpFrontEnd {
   ~HttpFrontEnd();  // Stop()
 
   int port() const { return port_; }
-  // Closes the listener, then waits for the requests being served (and idle keep-alive
-  // connections, up to keep_alive_timeout_s) to end. Idempotent.
+  // Waits for streaming answers in flight to end (up to stream_stop_timeout_ms), closes the
+  // listener, then waits for the requests being served (and idle keep-alive connections, up to
+  // keep_alive_timeout_s) to end. Idempotent.
   void Stop();
 
   struct Routes;
@@ -59,6 +63,7 @@ class HttpFrontEnd {
   std::unique_ptr<TranslatorBackend> backend_;
   std::unique_ptr<Routes> routes_;
   int port_ = 0;
+  int64_t stream_stop_timeout_ms_ = 60000;
   std::thread listener_;
 };
 
