@@ -833,6 +833,8 @@ TEST_F(HttpApiTest, AFullQueueAnswers429AndEveryRequestExactlyOnce) {
         if (res) {
           status[i] = res->status;
           bodies[i] = res->body;
+        } else {
+          bodies[i] = "no answer: " + httplib::to_string(res.error());
         }
       });
     }
