@@ -939,8 +939,13 @@ TEST_F(HttpApiTest, SlowAndIdleClientsDoNotStarveOthers) {
   const std::string body = ToJson(r, false);
   auto translated_by_http = [&] {
     auto res = HttpClient(s.http_port)->Post("/v1/translate", body, "application/json");
+    if (!res) {
+      ADD_FAILURE() << "no answer: " << httplib::to_string(res.error());
+      return false;
+    }
     std::string diff;
-    return res && res->status == 200 &&
+    EXPECT_EQ(res->status, 200) << res->body;
+    return res->status == 200 &&
            Same(expected, FromJson<v1::TranslateResponse>(res->body), true, &diff);
   };
 
@@ -979,7 +984,7 @@ struct DrainOutcome {
   int answered_before_sigterm = 0;
   std::vector<int> status;
   std::vector<std::string> body;
-  std::vector<bool> not_connected;
+  std::vector<char> not_connected;  // not vector<bool>: each caller writes its own element
   std::vector<std::vector<std::string>> expected;  // each text's translation, from gRPC
 };
 
