@@ -43,9 +43,23 @@
     errorLine.hidden = true;
   }
 
+  // The browser's own names of languages, for codes /languages lists only as targets.
+  const displayNames = (() => {
+    try {
+      return new Intl.DisplayNames([navigator.language || 'en'], {type: 'language'});
+    } catch (_) {
+      return null;
+    }
+  })();
+
   function languageName(code) {
     const language = languages.find((l) => l.code === code);
-    return language && language.name ? language.name : code;
+    if (language && language.name) return language.name;
+    try {
+      return (displayNames && displayNames.of(code)) || code;
+    } catch (_) {
+      return code;  // not a code the browser knows (Intl throws on malformed ones)
+    }
   }
 
   function percent(probability) {
