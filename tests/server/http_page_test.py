@@ -6,7 +6,8 @@ Starts transerve-server with the shipped model and --http_port, opens / in headl
 filled from /languages, a random multi-sentence English text translated to German as it streams
 (one element per sentence, the final text equal to POST /v1/translate's), a target word's hover
 highlighting the source words it aligns to, an HTML input keeping its tags, and a server error
-shown in the error element. Saves a screenshot (http_page.png) to $TRANSERVE_ARTIFACTS_DIR
+shown in the error element; then, against a server with a bearer token, the key field (the
+request fails without it, works with it). Saves a screenshot (http_page.png) to $TRANSERVE_ARTIFACTS_DIR
 (default: BIN_DIR/../artifacts). A missing browser fails the test: CI installs it.
 
 Usage: http_page_test.py BIN_DIR SOURCE_DIR   (TRANSERVE_TEST_SEED=N repeats a run)
@@ -61,9 +62,13 @@ def free_port():
 class Server:
     """transerve-server as a child process, its log in a file, killed if still running."""
 
-    def __init__(self, bin_dir, source_dir, work):
+    def __init__(self, bin_dir, source_dir, work, name="server", token=None):
         self.http_port = free_port()
-        self.log_path = work / "server.log"
+        self.log_path = work / f"{name}.log"
+        env = dict(os.environ)
+        env.pop("TRANSERVE_AUTH_TOKEN", None)
+        if token:
+            env["TRANSERVE_AUTH_TOKEN"] = token  # off the command line, as docs/server.md asks
         args = [
             str(bin_dir / "transerve-server"),
             f"--model_dir={source_dir / 'models/en-de-small'}",
@@ -71,7 +76,7 @@ class Server:
             "--http_host=127.0.0.1", f"--http_port={self.http_port}",
         ]
         self.log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.url = f"http://127.0.0.1:{self.http_port}"
 
     def log_tail(self):
@@ -338,6 +343,30 @@ class PageTest:
         print(f"http_page: error shown: {message!r}")
 
 
+def key_required(driver, server, rng):
+    """A server with a bearer token: the page's request fails without the key, works with it."""
+    test = PageTest(driver, server, rng)
+    test.open_page()
+    text = " ".join(test.random_sentences(1, 2))
+    if test.submit(text, "en", "de", html=False) != "error":
+        fail("a server with a token translated for a page without the key")
+    status, answer = post_json(server.url + "/v1/translate/stream",
+                               translate_request(text, "en", "de", html=False))
+    message = answer.get("error", {}).get("message", "")
+    if status != 401 or test.text_of(test.find("error")) != message:
+        fail(f"without the key the page shows {test.text_of(test.find('error'))!r}; the "
+             f"server answers {status} {answer}")
+    test.driver.execute_script("document.getElementById('key-details').open = true;")
+    test.find("api-key").send_keys(server.token)
+    if test.submit(text, "en", "de", html=False) != "done":
+        fail(f"with the key: {test.text_of(test.find('error'))!r}")
+    if not test.find("error").get_attribute("hidden"):
+        fail("the error of the request without the key is still shown")
+    if not test.text_of(test.find("output")).strip():
+        fail("with the key: no translation")
+    print(f"http_page: with the key: {test.text_of(test.find('output'))!r}")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
@@ -363,6 +392,13 @@ def main():
         if not driver.save_screenshot(str(screenshot)):
             fail(f"no screenshot written to {screenshot}")
         print(f"http_page: screenshot {screenshot}")
+        server.stop()
+        # The key field, against a server that wants a token.
+        token = "%032x" % rng.getrandbits(128)
+        server = Server(bin_dir, source_dir, work, name="auth_server", token=token)
+        server.token = token
+        server.wait_serving()
+        key_required(driver, server, rng)
         driver.quit()
         driver = None
         server.stop()

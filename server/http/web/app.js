@@ -102,19 +102,41 @@
     if (targets.includes(previous)) targetLang.value = previous;
   }
 
+  function authHeaders() {
+    const key = apiKey.value.trim();
+    return key ? {'Authorization': `Bearer ${key}`} : {};
+  }
+
   async function loadLanguages() {
     try {
-      const response = await fetch('/languages');
+      const response = await fetch('/languages', {headers: authHeaders()});
       if (!response.ok) throw new Error(await errorMessage(response));
-      languages = await response.json();
+      const answer = await response.json();
+      if (!Array.isArray(answer)) throw new Error('the server did not answer a list');
+      languages = answer;
       for (const language of languages) {
         addOption(sourceLang, language.code, `${language.name} (${language.code})`);
       }
       fillTargets();
+      clearError();
       setStatus('ready', 'Ready.');
     } catch (error) {
       showError(`The languages could not be loaded: ${error.message}`);
       setStatus('error', 'Not ready.');
+    }
+  }
+
+  // LibreTranslate's settings say whether a key is needed: then the key field is unfolded.
+  async function loadSettings() {
+    try {
+      const response = await fetch('/frontend/settings');
+      if (!response.ok) return;
+      const settings = await response.json();
+      if (settings && settings.keyRequired) {
+        byId('key-details').open = true;
+      }
+    } catch (_) {
+      // Optional: without the settings the key field stays folded.
     }
   }
 
@@ -337,8 +359,11 @@
       document: {format: format.value === 'html' ? 'FORMAT_HTML' : 'FORMAT_TEXT'},
       options: {returnAlignment: true},
     };
-    const headers = {'Content-Type': 'application/json', 'Accept': 'text/event-stream'};
-    if (apiKey.value.trim()) headers['Authorization'] = `Bearer ${apiKey.value.trim()}`;
+    const headers = {
+      'Content-Type': 'application/json',
+      'Accept': 'text/event-stream',
+      ...authHeaders(),
+    };
 
     button.disabled = true;
     setStatus('translating', 'Translating\u2026');
@@ -366,6 +391,11 @@
   }
 
   sourceLang.addEventListener('change', fillTargets);
+  // A server that wants a key for its languages too: try again once one is given.
+  apiKey.addEventListener('change', () => {
+    if (languages.length === 0) loadLanguages();
+  });
   form.addEventListener('submit', translate);
+  loadSettings();
   loadLanguages();
 })();
