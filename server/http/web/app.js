@@ -278,10 +278,12 @@
     }
     if (message.done && message.translation) {
       const translation = message.translation;
-      // HTML comes as one final chunk: its sentences are in the translation alone.
-      if (run.sentences === 0) {
-        for (const sentence of translation.sentences || []) addSentence(sentence);
-        run.sentences = (translation.sentences || []).length;
+      // HTML comes as one final chunk: its sentences may be in the translation alone.
+      const sentences = translation.sentences || [];
+      if (run.sentences !== sentences.length) {
+        sentenceList.replaceChildren();
+        for (const sentence of sentences) addSentence(sentence);
+        run.sentences = sentences.length;
       }
       run.text = translation.text || '';
       output.textContent = run.text;
