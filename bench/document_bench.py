@@ -226,7 +226,7 @@ def cmd_throughput(args):
     port, metrics = free_port(), free_port()
     server = subprocess.Popen(
         [os.path.join(args.bin, "transerve-server"), f"--model_dir={args.model_dir}",
-         "--host=127.0.0.1", f"--port={port}", f"--metrics_port={metrics}",
+         "--host=127.0.0.1", f"--port={port}", f"--metrics_port={metrics}", "--http_port=-1",
          f"--num_threads={args.threads}", "--log_level=warn"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -47,7 +47,7 @@ start_server() {  # N: serves m1..mN
   for i in $(seq 1 "$1"); do dirs="$dirs${dirs:+,}$WORK/m$i"; done
   PORT=$(free_port)
   "$SERVER" --model_dir="$dirs" --host=127.0.0.1 --port="$PORT" \
-    --metrics_port=-1 --log_level=warn &
+    --metrics_port=-1 --http_port=-1 --log_level=warn &
   SERVER_PID=$!
   for _ in $(seq 1 120); do
     if build/bin/transerve-client --target="127.0.0.1:$PORT" --list_models >/dev/null 2>&1; then

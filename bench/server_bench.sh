@@ -58,7 +58,7 @@ trap stop_server EXIT
 start_server() {  # MODE
   PORT=$(free_port)
   build/bin/transerve-server --model_dir="$MODEL" --batching="$1" --host=127.0.0.1 \
-    --port="$PORT" --metrics_port=-1 --log_level=warn &
+    --port="$PORT" --metrics_port=-1 --http_port=-1 --log_level=warn &
   SERVER_PID=$!
   for _ in $(seq 1 120); do
     if build/bin/transerve-client --target="127.0.0.1:$PORT" --list_models >/dev/null 2>&1; then

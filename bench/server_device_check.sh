@@ -20,7 +20,7 @@ SENTENCES=$OUT/sentences.txt
 PORT=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
 "$BIN"/transerve-server --model_dir="$MODEL" --device="$DEVICE" --host=127.0.0.1 \
-  --port="$PORT" --metrics_port=-1 --log_level=info > "$OUT/server_$DEVICE.log" 2>&1 &
+  --port="$PORT" --metrics_port=-1 --http_port=-1 --log_level=info > "$OUT/server_$DEVICE.log" 2>&1 &
 server=$!
 trap 'kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
 up=""

@@ -11,16 +11,13 @@
 #include <sstream>
 
 #include "model/core/logging.h"
+#include "server/latency_buckets.h"
 
 namespace transerve {
 namespace {
 
 using prometheus::Histogram;
 
-// 1 ms to 30 s.
-Histogram::BucketBoundaries SecondsBuckets() {
-  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
-}
 Histogram::BucketBoundaries StepBuckets() {
   return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
 }
@@ -154,9 +151,12 @@ ServerMetrics::ModelMetrics* ServerMetrics::AddModel(const std::string& model,
 }
 
 void ServerMetrics::RecordRequest(const std::string& method, const std::string& code,
-                                  const std::string& model, double seconds) {
-  requests_->Add({{"method", method}, {"code", code}, {"model", model}}).Increment();
-  duration_->Add({{"method", method}, {"model", model}}, SecondsBuckets()).Observe(seconds);
+                                  const std::string& model, const std::string& protocol,
+                                  double seconds) {
+  requests_->Add({{"method", method}, {"code", code}, {"model", model}, {"protocol", protocol}})
+      .Increment();
+  duration_->Add({{"method", method}, {"model", model}, {"protocol", protocol}}, SecondsBuckets())
+      .Observe(seconds);
 }
 
 std::map<std::string, int64_t> ServerMetrics::TranslationsByCode() const {

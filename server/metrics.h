@@ -40,9 +40,9 @@ class ServerMetrics {
                          const std::string& dtype, const std::string& architecture,
                          int64_t kv_cache_capacity_bytes);
 
-  // One finished RPC.
+  // One finished RPC; `protocol` is the front end it came through ("grpc", "http").
   void RecordRequest(const std::string& method, const std::string& code, const std::string& model,
-                     double seconds);
+                     const std::string& protocol, double seconds);
   // The text exposition of every metric (what /metrics serves).
   std::string Text() const;
   // Translate and TranslateStream calls recorded so far, by status name, all models together.

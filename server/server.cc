@@ -17,6 +17,8 @@
 #include "absl/synchronization/notification.h"
 #include "model/core/logging.h"
 #include "server/credentials.h"
+#include "server/http/grpc_bridge.h"
+#include "server/http/http_server.h"
 #include "server/service_context.h"
 #include "server/translator_service.h"
 
@@ -47,11 +49,17 @@ struct TranserveServer::Impl {
   bool device_lost ABSL_GUARDED_BY(health_mu) = false;
   std::unique_ptr<grpc::Service> service;  // declared first: outlives the server
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<http::HttpFrontEnd> http;  // after the server: stopped and destroyed first
   int port = 0;
   int metrics_port = -1;
   std::thread stats_thread;
   std::atomic<bool> stop_stats{false};
 
+  // What gRPC health and the HTTP front end's /readyz say.
+  bool Serving() {
+    absl::MutexLock lock(&health_mu);
+    return context.ready.load() && !draining.load() && !device_lost;
+  }
   void UpdateHealth() {
     absl::MutexLock lock(&health_mu);
     const bool serving = context.ready.load() && !draining.load() && !device_lost;
@@ -80,6 +88,31 @@ struct TranserveServer::Impl {
     }
   }
 };
+
+namespace {
+
+// The HTTP front end over the server's own Translator service, in-process.
+absl::StatusOr<std::unique_ptr<http::HttpFrontEnd>> StartHttp(const ServerConfig& config,
+                                                              TranserveServer::Impl* impl) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(config.max_message_bytes);
+  args.SetMaxSendMessageSize(config.max_message_bytes);
+  auto backend = std::make_unique<http::GrpcBackend>(impl->server->InProcessChannel(args),
+                                                     !config.auth_tokens.empty(),
+                                                     [impl] { return impl->Serving(); });
+  http::HttpOptions options;
+  options.host = config.http_host;
+  options.port = config.http_port;
+  options.threads = config.http_threads;
+  options.max_body_bytes = static_cast<size_t>(config.max_message_bytes);
+  options.tls_cert_file = config.tls_cert_file;
+  options.tls_key_file = config.tls_key_file;
+  options.tls_client_ca_file = config.tls_client_ca_file;
+  options.max_text_chars = config.limits.max_text_chars;
+  return http::HttpFrontEnd::Start(options, std::move(backend), *impl->context.metrics.registry());
+}
+
+}  // namespace
 
 TranserveServer::TranserveServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -127,6 +160,14 @@ absl::StatusOr<std::unique_ptr<TranserveServer>> TranserveServer::Start(
     }
   }
   Impl* raw = impl.get();
+  if (config.http_port >= 0) {
+    auto started = StartHttp(config, raw);
+    if (!started.ok()) {
+      impl->server->Shutdown();
+      return started.status();
+    }
+    impl->http = *std::move(started);
+  }
   impl->stats_thread = std::thread([raw] {
     while (!raw->stop_stats.load()) {
       raw->RefreshGauges();
@@ -240,6 +281,16 @@ absl::Status TranserveServer::Drain(absl::Duration timeout) {
       grpc_stopped->Notify();
     });
   }
+  // The HTTP listener closes too; its requests in flight end as their gRPC calls do.
+  std::thread http_stop;
+  auto http_stopped = std::make_shared<absl::Notification>();
+  if (impl.http) {
+    http::HttpFrontEnd* front = impl.http.get();
+    http_stop = std::thread([front, http_stopped] {
+      front->Stop();
+      http_stopped->Notify();
+    });
+  }
   impl.context.AwaitIdle(deadline);
   // What is still running gets the rest of the time, then UNAVAILABLE. The models stop side by
   // side, so that stuck ones cost one step grace, not one each.
@@ -273,6 +324,17 @@ absl::Status TranserveServer::Drain(absl::Duration timeout) {
       if (result.ok()) result = absl::DeadlineExceededError("gRPC's shutdown did not finish");
     }
   }
+  if (http_stop.joinable()) {
+    // Idle keep-alive connections hold it up to their timeout (less than kGrpcWaitAfter).
+    if (http_stopped->WaitForNotificationWithDeadline(deadline + kGrpcWaitAfter)) {
+      http_stop.join();
+    } else {
+      Log().error("HTTP requests still running {} after the drain deadline: giving up on them",
+                  absl::FormatDuration(absl::Now() - deadline));
+      http_stop.detach();
+      if (result.ok()) result = absl::DeadlineExceededError("the HTTP front end did not stop");
+    }
+  }
   impl.stop_stats.store(true);
   if (impl.stats_thread.joinable()) impl.stats_thread.join();
   absl::MutexLock lock(&impl.drain_mu);
@@ -291,6 +353,7 @@ TranserveServer::~TranserveServer() {
 
 int TranserveServer::port() const { return impl_->port; }
 int TranserveServer::metrics_port() const { return impl_->metrics_port; }
+int TranserveServer::http_port() const { return impl_->http ? impl_->http->port() : -1; }
 
 std::string TranserveServer::MetricsText() {
   impl_->RefreshGauges();
@@ -318,7 +381,7 @@ std::string TranserveServer::Summary() const {
   return absl::StrCat(
       "models=[", absl::StrJoin(models, ","), "] device=", impl.context.config.device,
       " threads=", impl.context.config.num_threads, " port=", impl.port,
-      " metrics_port=", impl.metrics_port,
+      " metrics_port=", impl.metrics_port, " http_port=", impl.http ? impl.http->port() : -1,
       " batching=", s.admission.mode == BatchingMode::kContinuous ? "continuous" : "static",
       " max_batch_sequences=", s.admission.max_batch_sequences,
       " max_batch_tokens=", s.admission.max_batch_tokens, " max_queue=", s.max_queue,

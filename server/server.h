@@ -24,6 +24,11 @@ struct ServerConfig {
   std::map<std::string, std::string> model_languages;
   std::string address = "0.0.0.0:50051";         // port 0 picks a free port
   std::string metrics_address = "0.0.0.0:9464";  // empty: no HTTP exposer
+  // The HTTP front end (server/http): LibreTranslate's API, the JSON API, the web page. -1: off;
+  // 0 picks a free port. It uses the gRPC port's TLS files and tokens.
+  int http_port = -1;
+  std::string http_host = "0.0.0.0";
+  int http_threads = 64;  // HTTP requests served at once (one thread each)
   std::string device = "auto";
   std::string dtype = "auto";  // auto | float32 | float16 (GPU)
   int num_threads = 0;
@@ -71,6 +76,7 @@ class TranserveServer {
 
   int port() const;
   int metrics_port() const;  // -1 without an exposer
+  int http_port() const;     // -1 without the HTTP front end
   // The Prometheus text exposition (gauges refreshed first).
   std::string MetricsText();
   // One line for the start-up log: models, device, threads, limits, ports.

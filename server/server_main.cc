@@ -38,6 +38,11 @@ ABSL_FLAG(std::string, metrics_host, "",
           "Address of the /metrics port; empty = --host (e.g. 127.0.0.1 keeps it private)");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free one)");
 ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 picks a free one, -1 disables)");
+ABSL_FLAG(int, http_port, 5000,
+          "HTTP port: LibreTranslate's API, the JSON API (/v1/...), the web page at / "
+          "(LibreTranslate's default port; 0 picks a free one, -1 disables)");
+ABSL_FLAG(std::string, http_host, "", "Address for the HTTP port (default: --host)");
+ABSL_FLAG(int, http_threads, 64, "HTTP requests served at once (one thread each)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
 ABSL_FLAG(std::string, dtype, "auto",
           "Weights: auto (float16 on a GPU, float32 on the CPU), float32 or float16 (GPU)");
@@ -192,6 +197,9 @@ int Run() {
   const std::string metrics_host =
       absl::GetFlag(FLAGS_metrics_host).empty() ? host : absl::GetFlag(FLAGS_metrics_host);
   config.metrics_address = metrics_port < 0 ? "" : absl::StrCat(metrics_host, ":", metrics_port);
+  config.http_port = absl::GetFlag(FLAGS_http_port);
+  config.http_host = absl::GetFlag(FLAGS_http_host).empty() ? host : absl::GetFlag(FLAGS_http_host);
+  config.http_threads = absl::GetFlag(FLAGS_http_threads);
   config.device = absl::GetFlag(FLAGS_device);
   config.dtype = absl::GetFlag(FLAGS_dtype);
   config.num_threads = absl::GetFlag(FLAGS_num_threads);
@@ -265,8 +273,8 @@ int Run() {
     Log().error("cannot start: {}", server.status().ToString());
     return 1;
   }
-  Log().info("listening on {}:{} (metrics port {}); loading models", host, (*server)->port(),
-             (*server)->metrics_port());
+  Log().info("listening on {}:{} (metrics port {}, HTTP port {}); loading models", host,
+             (*server)->port(), (*server)->metrics_port(), (*server)->http_port());
   std::atomic<bool> load_failed{false};
   // A failed load or a lost device wakes this thread with a signal aimed at it: one sent to the
   // process could land, before this thread reaches sigwait, on a thread started ahead of main
@@ -325,8 +333,9 @@ int Run() {
 int main(int argc, char** argv) {
   transerve::PrepareEngineProcess(argv);
   absl::SetProgramUsageMessage(
-      "Serves Marian translation models over gRPC.\n"
-      "  transerve-server --model_dir=DIR[,DIR...] [--port=50051] [--metrics_port=9464]\n"
+      "Serves Marian translation models over gRPC and HTTP.\n"
+      "  transerve-server --model_dir=DIR[,DIR...] [--port=50051] [--http_port=5000]\n"
+      "                   [--metrics_port=9464]\n"
       "                   [--device=auto|cpu|cuda] [--batching=continuous|static]\n"
       "Every flag may also come from TRANSERVE_<NAME> (e.g. TRANSERVE_MODEL_DIR).");
   absl::FlagsUsageConfig usage;

@@ -2,6 +2,7 @@
 
 #include "model/core/logging.h"
 #include "server/grpc_status.h"
+#include "server/http/front_end_metadata.h"
 
 namespace transerve {
 
@@ -22,12 +23,13 @@ bool ServiceContext::AwaitIdle(absl::Time deadline) {
 }
 
 void ServiceContext::Record(const char* method, grpc::StatusCode code, const std::string& model,
-                            absl::Time start, int texts) {
+                            const grpc::CallbackServerContext* ctx, absl::Time start, int texts) {
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const std::string code_name = CodeName(code);
-  metrics.RecordRequest(method, code_name, model, seconds);
-  Log().debug("rpc method={} model={} texts={} code={} seconds={:.6f}", method, model, texts,
-              code_name, seconds);
+  const char* protocol = FrontEndOf(*ctx);
+  metrics.RecordRequest(method, code_name, model, protocol, seconds);
+  Log().debug("rpc protocol={} method={} model={} texts={} code={} seconds={:.6f}", protocol,
+              method, model, texts, code_name, seconds);
 }
 
 }  // namespace transerve

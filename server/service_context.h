@@ -4,6 +4,10 @@
 
 #include <grpcpp/support/status.h>
 
+namespace grpc {
+class CallbackServerContext;
+}  // namespace grpc
+
 #include <atomic>
 #include <memory>
 #include <string>
@@ -54,8 +58,8 @@ class ServiceContext {
 
   // Counts one answered call in the metrics (and a debug log line), before its status leaves,
   // so a caller that got its answer sees it counted.
-  void Record(const char* method, grpc::StatusCode code, const std::string& model, absl::Time start,
-              int texts);
+  void Record(const char* method, grpc::StatusCode code, const std::string& model,
+              const grpc::CallbackServerContext* ctx, absl::Time start, int texts);
 
  private:
   absl::Mutex mu_;

@@ -285,7 +285,8 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
   void FailNow(const absl::Status& s) {
     grpc::Status g = ToGrpcStatus(s);
-    context_->Record("TranslateStream", g.error_code(), model_name_, start_, request_.texts_size());
+    context_->Record("TranslateStream", g.error_code(), model_name_, ctx_, start_,
+                     request_.texts_size());
     Finish(g);
   }
 

@@ -91,7 +91,7 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
   // Metrics are recorded before the status leaves, so a caller that got its answer sees it
   // counted.
   void FinishWith(const grpc::Status& g) {
-    context_->Record("Translate", g.error_code(), model_name_, start_, request_.texts_size());
+    context_->Record("Translate", g.error_code(), model_name_, ctx_, start_, request_.texts_size());
     Finish(g);
   }
 

@@ -70,7 +70,7 @@ class TranslatorService final : public Base {
     } else {
       for (auto& m : context_->models) *resp->add_models() = m->info;
     }
-    context_->Record("ListModels", status.error_code(), "", start, 0);
+    context_->Record("ListModels", status.error_code(), "", ctx, start, 0);
     reactor->Finish(status);
     return reactor;
   }

@@ -5,7 +5,7 @@
 
 #include <grpcpp/support/status.h>
 
-#include <functional>
+#include <memory>
 #include <string>
 
 #include "transerve/v1/translator.pb.h"
@@ -23,11 +23,20 @@ class TranslatorBackend {
   // Each blocks the calling (HTTP worker) thread until the call ends; never the scheduler.
   virtual grpc::Status Translate(const v1::TranslateRequest& request, const CallOptions& options,
                                  v1::TranslateResponse* response) = 0;
-  // `on_message` runs for each message in order; returning false cancels the call (the client
-  // went away). The status is the call's.
-  virtual grpc::Status TranslateStream(
-      const v1::TranslateRequest& request, const CallOptions& options,
-      const std::function<bool(const v1::TranslateStreamResponse&)>& on_message) = 0;
+  // A TranslateStream call, read message by message on the calling thread (so an HTTP answer
+  // can still choose its status from the first message or the error that came instead).
+  class Stream {
+   public:
+    virtual ~Stream() = default;
+    // The next message; false when the call is over (then Finish says how).
+    virtual bool Next(v1::TranslateStreamResponse* message) = 0;
+    // Ends the call early (the client went away); Finish then says CANCELLED.
+    virtual void Cancel() = 0;
+    // The call's status, once Next returned false or after Cancel.
+    virtual grpc::Status Finish() = 0;
+  };
+  virtual std::unique_ptr<Stream> OpenStream(const v1::TranslateRequest& request,
+                                             const CallOptions& options) = 0;
   virtual grpc::Status ListModels(const CallOptions& options, v1::ListModelsResponse* response) = 0;
   // gRPC health's answer for the whole server: SERVING (true) or not.
   virtual bool Serving() = 0;

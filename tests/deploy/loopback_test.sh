@@ -66,7 +66,7 @@ free_port() {
 
 # --- two replicas -------------------------------------------------------------------------------
 start_replica() {  # NAME
-  "$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=0 \
+  "$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=0 --http_port=0 \
     --num_threads=1 --drain_timeout=10s >"$work/$1.log" 2>&1 &
   pids+=($!)
   eval "pid_$1=$!"

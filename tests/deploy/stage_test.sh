@@ -23,7 +23,7 @@ for p in libc6 libgrpc++1.51 libprotobuf32 libopenblas0-pthread libprometheus-cp
 done
 
 "$prefix/bin/transerve-server" --model_dir="$prefix/models/en-de-small" --host=127.0.0.1 \
-  --port=0 --metrics_port=-1 --num_threads=1 >"$work/server.log" 2>&1 &
+  --port=0 --metrics_port=-1 --http_port=-1 --num_threads=1 >"$work/server.log" 2>&1 &
 server_pid=$!
 wait_serving "$work/server.log" "$server_pid"
 port="$SERVING_PORT"

@@ -75,7 +75,7 @@ for name in "${!reason[@]}"; do
   dir="$work/$name/model"
   rc=0
   timeout 60 "$bin/transerve-server" --model_dir="$dir" --host=127.0.0.1 --port=0 \
-    --metrics_port=-1 --num_threads=1 >"$work/$name.log" 2>&1 || rc=$?
+    --metrics_port=-1 --http_port=-1 --num_threads=1 >"$work/$name.log" 2>&1 || rc=$?
   [ "$rc" = 1 ] || fail "$name: transerve-server exited $rc, not 1: $(tail -3 "$work/$name.log")"
   grep -q "cannot load models:.*${reason[$name]}" "$work/$name.log" \
     || fail "$name: the log does not give the reason (${reason[$name]}): $(tail -3 "$work/$name.log")"

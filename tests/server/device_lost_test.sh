@@ -15,7 +15,7 @@ model="$src/tests/fixtures/tiny-marian/model"
 begin_server_test device_lost
 
 "$bin/transerve-server" --model_dir="$model" --device=cuda --dtype=float32 --host=127.0.0.1 \
-  --port=0 --metrics_port=-1 --drain_timeout=5s >"$work/server.log" 2>&1 &
+  --port=0 --metrics_port=-1 --http_port=-1 --drain_timeout=5s >"$work/server.log" 2>&1 &
 server_pid=$!
 wait_serving "$work/server.log" "$server_pid"
 target="127.0.0.1:$SERVING_PORT"

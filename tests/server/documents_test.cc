@@ -46,11 +46,11 @@ class DocumentsTest : public ::testing::Test {
     const std::string models =
         absl::StrCat(TRANSERVE_SOURCE_DIR "/models/en-de-small,",
                      TRANSERVE_SOURCE_DIR "/tests/fixtures/tiny-marian/model");
-    server_ =
-        new ServerProcess({"--model_dir=" + models, "--model_languages=model=fr-es",
-                           "--host=127.0.0.1", "--port=0", "--metrics_port=-1", "--num_threads=2",
-                           "--max_source_tokens=40", "--max_sentences_per_request=40"},
-                          (*dir_ / "server.log").string());
+    server_ = new ServerProcess(
+        {"--model_dir=" + models, "--model_languages=model=fr-es", "--host=127.0.0.1", "--port=0",
+         "--metrics_port=-1", "--http_port=-1", "--num_threads=2", "--max_source_tokens=40",
+         "--max_sentences_per_request=40"},
+        (*dir_ / "server.log").string());
     port_ = server_->WaitServing(std::chrono::seconds(180));
   }
   static void TearDownTestSuite() {

@@ -21,7 +21,7 @@ stream_text="We walk through the old city tonight."
 # target and metrics_url.
 start_server() {
   TRANSERVE_TEST_BLOCK_STEP="$2" "$bin/transerve-server" --model_dir="$model" \
-    --host=127.0.0.1 --port=0 --metrics_port=0 --num_threads=1 --drain_timeout="$3" \
+    --host=127.0.0.1 --port=0 --metrics_port=0 --http_port=0 --num_threads=1 --drain_timeout="$3" \
     >"$work/$1.log" 2>&1 &
   server_pid=$!
   wait_serving "$work/$1.log" "$server_pid"

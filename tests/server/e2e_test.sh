@@ -15,10 +15,10 @@ begin_server_test e2e
 # Repeated --model_dir flags are joined; two directories with one name are refused (exit 1).
 rc=0
 "$bin/transerve-server" --model_dir="$model" --model_dir "$src/tests/fixtures/tiny-marian-variant/model" \
-  --port=0 --metrics_port=-1 >"$work/dup.log" 2>&1 || rc=$?
+  --port=0 --metrics_port=-1 --http_port=-1 >"$work/dup.log" 2>&1 || rc=$?
 [ "$rc" = 1 ] && grep -q "named 'model'" "$work/dup.log" || fail "duplicate names: rc $rc"
 
-"$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=0 \
+"$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=0 --http_port=0 \
   --num_threads=1 --drain_timeout=10s >"$work/server.log" 2>&1 &
 server_pid=$!
 wait_serving "$work/server.log" "$server_pid"
@@ -72,11 +72,11 @@ else
   python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' \
     "$url" > "$work/metrics.txt" || fail "GET /metrics"
 fi
-grep -q '^transerve_requests_total{code="OK",method="Translate",model="model"} 4$' \
+grep -q '^transerve_requests_total{code="OK",method="Translate",model="model",protocol="grpc"} 4$' \
   "$work/metrics.txt" || fail "requests_total: $(grep transerve_requests_total "$work/metrics.txt")"
-grep -q '^transerve_requests_total{code="OK",method="TranslateStream",model="model"} 2$' \
+grep -q '^transerve_requests_total{code="OK",method="TranslateStream",model="model",protocol="grpc"} 2$' \
   "$work/metrics.txt" || fail "TranslateStream count"
-grep -q '^transerve_requests_total{code="NOT_FOUND",method="Translate",model=""} 1$' \
+grep -q '^transerve_requests_total{code="NOT_FOUND",method="Translate",model="",protocol="grpc"} 1$' \
   "$work/metrics.txt" || fail "NOT_FOUND count"
 if command -v promtool >/dev/null; then
   promtool check metrics < "$work/metrics.txt" || fail "promtool check metrics"
@@ -94,7 +94,7 @@ if command -v openssl >/dev/null; then
     -addext "subjectAltName=DNS:localhost" -keyout "$work/key.pem" -out "$work/cert.pem" \
     >/dev/null 2>&1 || fail "openssl"
   # The model comes from the environment this time (TRANSERVE_<FLAG>).
-  TRANSERVE_MODEL_DIR="$model" TRANSERVE_AUTH_TOKEN=tok "$bin/transerve-server" --host=127.0.0.1 --port=0 --metrics_port=-1 \
+  TRANSERVE_MODEL_DIR="$model" TRANSERVE_AUTH_TOKEN=tok "$bin/transerve-server" --host=127.0.0.1 --port=0 --metrics_port=-1 --http_port=-1 \
     --num_threads=1 --tls_cert="$work/cert.pem" --tls_key="$work/key.pem" \
     >"$work/tls.log" 2>&1 &
   server_pid=$!

@@ -153,7 +153,7 @@ TEST_P(MultiModelTest, ConcurrentCallersGetEachModelsOwnAnswer) {
       absl::StrCat((dir_ / "a").string(), ",", (dir_ / "b").string(), ",", (dir_ / "c").string());
   ServerProcess server(
       {"--model_dir=" + models, "--host=127.0.0.1", "--port=0", "--metrics_port=-1",
-       "--batching=" + GetParam(), "--num_threads=2", "--max_batch_sequences=16"},
+       "--http_port=-1", "--batching=" + GetParam(), "--num_threads=2", "--max_batch_sequences=16"},
       (dir_ / "server.log").string());
   const int port = server.WaitServing(std::chrono::seconds(180));
   ASSERT_GT(port, 0) << server.Log();

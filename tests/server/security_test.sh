@@ -36,7 +36,7 @@ refuses() {  # WHAT PATTERN FLAGS...: the server exits non-zero and says PATTERN
   local what="$1" pattern="$2"
   shift 2
   rc=0
-  "$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=-1 \
+  "$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=-1 --http_port=-1 \
     "$@" >refused.log 2>&1 || rc=$?
   [ "$rc" != 0 ] || fail "$what: the server started"
   grep -q "$pattern" refused.log || fail "$what: no '$pattern' in: $(cat refused.log)"
@@ -50,7 +50,7 @@ refuses "a missing tokens file" "cannot read" --auth_tokens_file=nope
 
 # --- mutual TLS + tokens, metrics on another address --------------------------------------------
 "$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_host=127.0.0.2 \
-  --metrics_port=0 --num_threads=1 --tls_cert=server.pem --tls_key=server.key \
+  --metrics_port=0 --http_port=0 --num_threads=1 --tls_cert=server.pem --tls_key=server.key \
   --tls_client_ca=ca.pem --auth_tokens_file=tokens >server.log 2>&1 &
 server_pid=$!
 wait_serving server.log "$server_pid"

@@ -358,7 +358,7 @@ TEST(ServerDeadlineTest, DeadlineExceeded) {
   for (int i = 0; i < 500 && !counted; ++i) {
     counted =
         server->MetricsText().find(
-            R"(transerve_requests_total{code="DEADLINE_EXCEEDED",method="Translate",model="model"} 1)") !=
+            R"(transerve_requests_total{code="DEADLINE_EXCEEDED",method="Translate",model="model",protocol="grpc"} 1)") !=
         std::string::npos;
     if (!counted) absl::SleepFor(absl::Milliseconds(20));
   }
@@ -593,7 +593,7 @@ TEST(ServerCancelTest, CancelledCallIsAnsweredCancelledAndFreesTheBatch) {
   for (int i = 0; i < 500 && !counted; ++i) {
     counted =
         server->MetricsText().find(
-            R"(transerve_requests_total{code="CANCELLED",method="Translate",model="model"} 1)") !=
+            R"(transerve_requests_total{code="CANCELLED",method="Translate",model="model",protocol="grpc"} 1)") !=
         std::string::npos;
     if (!counted) absl::SleepFor(absl::Milliseconds(20));
   }
@@ -620,21 +620,32 @@ TEST(ServerMetricsTest, CountsMatchRequests) {
   bad.set_model("nope");
   EXPECT_EQ(Call(stub.get(), bad, &resp).error_code(), StatusCode::NOT_FOUND);
   const std::string text = server->MetricsText();
-  EXPECT_EQ(Sample(text, R"(transerve_requests_total{code="OK",method="Translate",model="model"})"),
-            3);
   EXPECT_EQ(
       Sample(
           text,
-          R"(transerve_requests_total{code="INVALID_ARGUMENT",method="Translate",model="model"})"),
+          R"(transerve_requests_total{code="OK",method="Translate",model="model",protocol="grpc"})"),
+      3);
+  EXPECT_EQ(
+      Sample(
+          text,
+          R"(transerve_requests_total{code="INVALID_ARGUMENT",method="Translate",model="model",protocol="grpc"})"),
       2);
   EXPECT_EQ(
-      Sample(text, R"(transerve_requests_total{code="NOT_FOUND",method="Translate",model=""})"), 1);
+      Sample(
+          text,
+          R"(transerve_requests_total{code="NOT_FOUND",method="Translate",model="",protocol="grpc"})"),
+      1);
   // Every answered request is timed, errors included (the unknown model under model="").
   EXPECT_EQ(
-      Sample(text, R"(transerve_request_duration_seconds_count{method="Translate",model="model"})"),
+      Sample(
+          text,
+          R"(transerve_request_duration_seconds_count{method="Translate",model="model",protocol="grpc"})"),
       5);
   EXPECT_EQ(
-      Sample(text, R"(transerve_request_duration_seconds_count{method="Translate",model=""})"), 1);
+      Sample(
+          text,
+          R"(transerve_request_duration_seconds_count{method="Translate",model="",protocol="grpc"})"),
+      1);
   EXPECT_EQ(Sample(text, R"(transerve_generated_tokens_total{model="model"})"), generated);
   EXPECT_GT(Sample(text, R"(transerve_source_tokens_total{model="model"})"), 0);
   EXPECT_GE(Sample(text, R"(transerve_batch_sequences_count{model="model"})"), 1);

@@ -16,7 +16,7 @@ model="$src/models/en-de-small"
 input="$src/deploy/loadgen/sentences.en"
 begin_server_test soak
 
-"$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=-1 \
+"$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=-1 --http_port=-1 \
   --num_threads=1 >"$work/server.log" 2>&1 &
 server_pid=$!
 wait_serving "$work/server.log" "$server_pid"

@@ -74,7 +74,7 @@ inline double Sample(const std::string& text, const std::string& series) {
 inline double Answered(TranserveServer& s, const std::string& method, const std::string& code) {
   const double v =
       Sample(s.MetricsText(), absl::StrCat("transerve_requests_total{code=\"", code, "\",method=\"",
-                                           method, "\",model=\"model\"}"));
+                                           method, "\",model=\"model\",protocol=\"grpc\"}"));
   return v < 0 ? 0 : v;
 }
 

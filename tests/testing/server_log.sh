@@ -35,6 +35,7 @@ wait_serving() {
   grep -q "serving:" "$log" || fail "server not serving after 60 s ($log)"
   SERVING_PORT="$(sed -n 's/.*serving: .* port=\([0-9]*\) metrics_port=.*/\1/p' "$log")"
   SERVING_METRICS_PORT="$(sed -n 's/.*serving: .* metrics_port=\([0-9]*\) .*/\1/p' "$log")"
+  SERVING_HTTP_PORT="$(sed -n 's/.*serving: .* http_port=\([0-9-]*\) .*/\1/p' "$log")"
 }
 
 # stop_server PID WHAT: SIGTERM, then the server must drain and exit 0 (fails otherwise).

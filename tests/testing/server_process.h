@@ -60,6 +60,16 @@ class ServerProcess {
     }
     return 0;
   }
+  // A port the "serving:" line names ("http_port", "metrics_port"), after WaitServing; -1 if
+  // the line does not name it.
+  int ServingPort(const std::string& name) const {
+    const std::string text = Log();
+    const size_t at = text.find("serving:");
+    if (at == std::string::npos) return -1;
+    const size_t port = text.find(" " + name + "=", at);
+    if (port == std::string::npos) return -1;
+    return std::stoi(text.substr(port + name.size() + 2));
+  }
   // SIGTERM, then the exit status (-1 if it did not exit within `limit`).
   int Terminate(std::chrono::seconds limit) {
     kill(pid_, SIGTERM);

@@ -1,0 +1,87 @@
+#include "server/http/grpc_bridge.h"
+
+#include <grpcpp/client_context.h>
+
+#include <chrono>
+#include <utility>
+
+#include "server/http/front_end_metadata.h"
+
+namespace transerve::http {
+namespace {
+
+void Prepare(const CallOptions& options, grpc::ClientContext* ctx) {
+  ctx->AddMetadata(kFrontEndMetadataKey, "http");
+  if (!options.bearer_token.empty()) {
+    ctx->AddMetadata("authorization", "Bearer " + options.bearer_token);
+  }
+  if (options.timeout_ms > 0) {
+    ctx->set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(options.timeout_ms));
+  }
+}
+
+class GrpcStream final : public TranslatorBackend::Stream {
+ public:
+  GrpcStream(v1::Translator::Stub* stub, const v1::TranslateRequest& request,
+             const CallOptions& options) {
+    Prepare(options, &ctx_);
+    reader_ = stub->TranslateStream(&ctx_, request);
+  }
+  ~GrpcStream() override {
+    if (!finished_) {
+      ctx_.TryCancel();
+      Finish();
+    }
+  }
+  bool Next(v1::TranslateStreamResponse* message) override { return reader_->Read(message); }
+  void Cancel() override { ctx_.TryCancel(); }
+  grpc::Status Finish() override {
+    if (!finished_) {
+      // Finish needs every message read first.
+      v1::TranslateStreamResponse rest;
+      while (reader_->Read(&rest)) {
+      }
+      status_ = reader_->Finish();
+      finished_ = true;
+    }
+    return status_;
+  }
+
+ private:
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReader<v1::TranslateStreamResponse>> reader_;
+  bool finished_ = false;
+  grpc::Status status_;
+};
+
+}  // namespace
+
+GrpcBackend::GrpcBackend(std::shared_ptr<grpc::Channel> channel, bool key_required,
+                         std::function<bool()> serving)
+    : channel_(std::move(channel)),
+      stub_(v1::Translator::NewStub(channel_)),
+      key_required_(key_required),
+      serving_(std::move(serving)) {}
+
+grpc::Status GrpcBackend::Translate(const v1::TranslateRequest& request, const CallOptions& options,
+                                    v1::TranslateResponse* response) {
+  grpc::ClientContext ctx;
+  Prepare(options, &ctx);
+  return stub_->Translate(&ctx, request, response);
+}
+
+std::unique_ptr<TranslatorBackend::Stream> GrpcBackend::OpenStream(
+    const v1::TranslateRequest& request, const CallOptions& options) {
+  return std::make_unique<GrpcStream>(stub_.get(), request, options);
+}
+
+grpc::Status GrpcBackend::ListModels(const CallOptions& options, v1::ListModelsResponse* response) {
+  grpc::ClientContext ctx;
+  Prepare(options, &ctx);
+  return stub_->ListModels(&ctx, v1::ListModelsRequest(), response);
+}
+
+bool GrpcBackend::Serving() { return serving_(); }
+
+}  // namespace transerve::http

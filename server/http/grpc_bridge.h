@@ -1,0 +1,38 @@
+// The HTTP front end's TranslatorBackend: the Translator service, called over the server's
+// in-process channel. Every HTTP request thus takes gRPC's own path (auth,
+// validation, documents, routing, the scheduler, the drain), and its calls are marked as HTTP's
+// for the metrics (front_end_metadata.h).
+#pragma once
+
+#include <grpcpp/channel.h>
+
+#include <functional>
+#include <memory>
+
+#include "server/http/translator_backend.h"
+#include "transerve/v1/translator.grpc.pb.h"
+
+namespace transerve::http {
+
+class GrpcBackend final : public TranslatorBackend {
+ public:
+  // `serving` is the predicate gRPC health is set from (the same answer, not a second one).
+  GrpcBackend(std::shared_ptr<grpc::Channel> channel, bool key_required,
+              std::function<bool()> serving);
+
+  grpc::Status Translate(const v1::TranslateRequest& request, const CallOptions& options,
+                         v1::TranslateResponse* response) override;
+  std::unique_ptr<Stream> OpenStream(const v1::TranslateRequest& request,
+                                     const CallOptions& options) override;
+  grpc::Status ListModels(const CallOptions& options, v1::ListModelsResponse* response) override;
+  bool Serving() override;
+  bool KeyRequired() const override { return key_required_; }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Translator::Stub> stub_;
+  const bool key_required_;
+  const std::function<bool()> serving_;
+};
+
+}  // namespace transerve::http

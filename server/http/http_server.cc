@@ -1,0 +1,218 @@
+#include "server/http/http_server.h"
+
+#include <httplib.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <charconv>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "model/core/logging.h"
+#include "server/http/bounded_task_queue.h"
+#include "server/http/native_api.h"
+#include "server/latency_buckets.h"
+
+namespace transerve::http {
+namespace {
+
+// The request as the APIs take it: query and form fields together, multipart fields as text.
+HttpInput InputOf(const httplib::Request& req) {
+  HttpInput in;
+  in.method = req.method;
+  in.path = req.path;
+  in.content_type = req.get_header_value("Content-Type");
+  in.body = req.body;
+  in.params.insert(req.params.begin(), req.params.end());
+  for (const auto& [name, field] : req.files) {
+    if (field.filename.empty()) in.params.emplace(name, field.content);
+  }
+  in.authorization = req.get_header_value("Authorization");
+  const std::string timeout = req.get_header_value("X-Request-Timeout-Ms");
+  long ms = 0;
+  const auto [end, ec] = std::from_chars(timeout.data(), timeout.data() + timeout.size(), ms);
+  if (ec == std::errc() && end == timeout.data() + timeout.size() && ms > 0) in.timeout_ms = ms;
+  return in;
+}
+
+void Write(const HttpReply& reply, httplib::Response& res) {
+  res.status = reply.status;
+  res.set_content(reply.body, reply.content_type);
+}
+
+}  // namespace
+
+struct HttpFrontEnd::Routes {
+  std::unique_ptr<httplib::Server> server;
+  prometheus::Family<prometheus::Counter>* requests = nullptr;
+  prometheus::Family<prometheus::Histogram>* duration = nullptr;
+  std::atomic<bool> stopped{false};
+
+  void Record(const char* api, const char* route, int status, absl::Time start) {
+    requests->Add({{"api", api}, {"route", route}, {"code", std::to_string(status)}}).Increment();
+    duration->Add({{"api", api}, {"route", route}}, SecondsBuckets())
+        .Observe(absl::ToDoubleSeconds(absl::Now() - start));
+  }
+
+  // A route answered by one function of the request.
+  template <typename Fn>
+  httplib::Server::Handler Unary(const char* api, const char* route, Fn fn) {
+    return [this, api, route, fn](const httplib::Request& req, httplib::Response& res) {
+      const absl::Time start = absl::Now();
+      Write(fn(InputOf(req)), res);
+      Record(api, route, res.status, start);
+    };
+  }
+
+  // POST /v1/translate/stream: the first event (or the error instead) is awaited here, on the
+  // worker; the rest is written by the chunked provider as the messages come.
+  httplib::Server::Handler Stream(TranslatorBackend* backend) {
+    return [this, backend](const httplib::Request& req, httplib::Response& res) {
+      const absl::Time start = absl::Now();
+      StreamStart opened = OpenV1Stream(InputOf(req), *backend);
+      if (opened.error.has_value()) {
+        Write(*opened.error, res);
+        Record("v1", "/v1/translate/stream", res.status, start);
+        return;
+      }
+      res.status = 200;
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("X-Accel-Buffering", "no");  // nginx: pass events on as they come
+      auto stream = std::shared_ptr<TranslatorBackend::Stream>(std::move(opened.stream));
+      auto first = std::make_shared<std::string>(std::move(opened.first));
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [stream, first](size_t, httplib::DataSink& sink) {
+            if (!sink.write(first->data(), first->size())) {
+              if (stream) stream->Cancel();
+              return false;
+            }
+            if (!stream) {  // the first event was already the end
+              sink.done();
+              return true;
+            }
+            v1::TranslateStreamResponse message;
+            while (stream->Next(&message)) {
+              const std::string event = SseMessage(message);
+              if (!sink.write(event.data(), event.size())) {
+                stream->Cancel();  // the client went away: stop the work
+                stream->Finish();
+                return false;
+              }
+            }
+            const grpc::Status s = stream->Finish();
+            const std::string last = s.ok() ? SseDone() : SseError(s);
+            sink.write(last.data(), last.size());
+            sink.done();
+            return true;
+          },
+          [this, start](bool) { Record("v1", "/v1/translate/stream", 200, start); });
+    };
+  }
+};
+
+absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
+    const HttpOptions& options, std::unique_ptr<TranslatorBackend> backend,
+    prometheus::Registry& registry) {
+  std::unique_ptr<HttpFrontEnd> front(new HttpFrontEnd());
+  front->backend_ = std::move(backend);
+  front->routes_ = std::make_unique<Routes>();
+  Routes& routes = *front->routes_;
+  const bool tls = !options.tls_cert_file.empty() && !options.tls_key_file.empty();
+  if (tls) {
+    auto ssl = std::make_unique<httplib::SSLServer>(
+        options.tls_cert_file.c_str(), options.tls_key_file.c_str(),
+        options.tls_client_ca_file.empty() ? nullptr : options.tls_client_ca_file.c_str());
+    if (!ssl->is_valid()) {
+      return absl::UnavailableError("HTTP: cannot use the TLS certificate and key files");
+    }
+    routes.server = std::move(ssl);
+  } else {
+    routes.server = std::make_unique<httplib::Server>();
+  }
+  routes.requests = &prometheus::BuildCounter()
+                         .Name("transerve_http_requests_total")
+                         .Help("HTTP requests answered, by API, route and HTTP status")
+                         .Register(registry);
+  routes.duration = &prometheus::BuildHistogram()
+                         .Name("transerve_http_request_duration_seconds")
+                         .Help("Time from an HTTP request's arrival to its answer's end")
+                         .Register(registry);
+
+  httplib::Server& svr = *routes.server;
+  const int threads = options.threads;
+  const int pending = options.pending_connections;
+  svr.new_task_queue = [threads, pending] { return new BoundedTaskQueue(threads, pending); };
+  svr.set_payload_max_length(options.max_body_bytes);
+  svr.set_read_timeout(options.read_timeout_s, 0);
+  svr.set_write_timeout(options.write_timeout_s, 0);
+  svr.set_keep_alive_timeout(options.keep_alive_timeout_s);
+  svr.set_keep_alive_max_count(options.keep_alive_max_requests);
+  svr.set_tcp_nodelay(true);
+
+  TranslatorBackend* b = front->backend_.get();
+  svr.Post("/v1/translate", routes.Unary("v1", "/v1/translate",
+                                         [b](const HttpInput& in) { return V1Translate(in, *b); }));
+  svr.Post("/v1/translate/stream", routes.Stream(b));
+  svr.Get("/v1/models",
+          routes.Unary("v1", "/v1/models", [b](const HttpInput& in) { return V1Models(in, *b); }));
+  svr.Get("/healthz",
+          routes.Unary("health", "/healthz", [](const HttpInput&) { return Healthz(); }));
+  svr.Get("/readyz",
+          routes.Unary("health", "/readyz", [b](const HttpInput&) { return Readyz(*b); }));
+
+  // httplib's own answers (no route, a body over the limit, a request it cannot parse) get a
+  // JSON body saying why, like every other error.
+  svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string why = res.status == 404   ? absl::StrCat("no such route: ", req.method, " ",
+                                                         req.path.substr(0, 200))
+                      : res.status == 413 ? "the request body is over the server's limit"
+                                          : absl::StrCat("HTTP ", res.status);
+    const grpc::StatusCode code = res.status == 404   ? grpc::StatusCode::NOT_FOUND
+                                  : res.status == 413 ? grpc::StatusCode::RESOURCE_EXHAUSTED
+                                                      : grpc::StatusCode::INVALID_ARGUMENT;
+    const int status = res.status;
+    Write(ErrorReply(grpc::Status(code, why)), res);
+    res.status = status;
+  });
+  svr.set_exception_handler(
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        Log().error("HTTP {} {}: internal error: {}", req.method, req.path.substr(0, 200), what);
+        Write(ErrorReply(grpc::Status(grpc::StatusCode::INTERNAL, "internal error")), res);
+      });
+
+  if (options.port == 0) {
+    front->port_ = svr.bind_to_any_port(options.host);
+  } else if (svr.bind_to_port(options.host, options.port)) {
+    front->port_ = options.port;
+  }
+  if (front->port_ <= 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for HTTP on ", options.host, ":", options.port));
+  }
+  front->listener_ = std::thread([&svr] { svr.listen_after_bind(); });
+  return front;
+}
+
+void HttpFrontEnd::Stop() {
+  if (routes_ == nullptr || routes_->stopped.exchange(true)) return;
+  routes_->server->stop();
+  if (listener_.joinable()) listener_.join();
+}
+
+HttpFrontEnd::~HttpFrontEnd() { Stop(); }
+
+}  // namespace transerve::http
