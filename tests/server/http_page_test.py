@@ -19,7 +19,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -53,17 +52,10 @@ def fail(message):
     sys.exit(1)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     """transerve-server as a child process, its log in a file, killed if still running."""
 
     def __init__(self, bin_dir, source_dir, work, name="server", token=None):
-        self.http_port = free_port()
         self.log_path = work / f"{name}.log"
         env = dict(os.environ)
         env.pop("TRANSERVE_AUTH_TOKEN", None)
@@ -73,11 +65,11 @@ class Server:
             str(bin_dir / "transerve-server"),
             f"--model_dir={source_dir / 'models/en-de-small'}",
             "--host=127.0.0.1", "--port=0", "--metrics_port=-1", "--num_threads=1",
-            "--http_host=127.0.0.1", f"--http_port={self.http_port}",
+            "--http_host=127.0.0.1", "--http_port=0",  # the port bound is in the log
         ]
         self.log = open(self.log_path, "wb")
         self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        self.url = f"http://127.0.0.1:{self.http_port}"
+        self.url = None
 
     def log_tail(self):
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-30:])
@@ -87,7 +79,10 @@ class Server:
         while time.monotonic() < until:
             if self.process.poll() is not None:
                 fail(f"the server exited {self.process.returncode}:\n{self.log_tail()}")
-            if "serving:" in self.log_path.read_text(errors="replace"):
+            serving = re.search(r"serving: .* http_port=(\d+)",
+                                self.log_path.read_text(errors="replace"))
+            if serving:
+                self.url = f"http://127.0.0.1:{serving.group(1)}"
                 try:
                     with urllib.request.urlopen(self.url + "/healthz", timeout=5) as reply:
                         if reply.status == 200:
@@ -204,10 +199,12 @@ class PageTest:
         self.Select(self.find("target-lang")).select_by_value(target)
         # Every text the output shows, as it grows (each update puts in a new text node).
         self.driver.execute_script("""
+            if (window.outputObserver) window.outputObserver.disconnect();
             window.outputStates = [];
-            new MutationObserver((records) => {
+            window.outputObserver = new MutationObserver((records) => {
               for (const r of records) for (const n of r.addedNodes) outputStates.push(n.data);
-            }).observe(document.getElementById('output'), {childList: true});""")
+            });
+            outputObserver.observe(document.getElementById('output'), {childList: true});""")
         self.find("translate-button").click()
         self.wait(lambda: self.find("status").get_attribute("data-state") in ("done", "error"),
                   "the translation to end")
