@@ -7,7 +7,8 @@ size mismatches, NaN weights, bad JSON). spm: texts for the fixture model (first
 small unigram model trained here with spm_train (first byte 1; identity normalization keeps it
 small: the fixture exercises the charsmap), whole and truncated. request:
 serialized TranslateRequest messages, valid and out of range, hand-encoded in the protobuf wire
-format (Debian's python3-protobuf is not required).
+format (Debian's python3-protobuf is not required). http_request: LibreTranslate requests in
+each body encoding, valid and hostile, with the fake backend's answers (see the fuzzer's layout).
 """
 import json
 import os
@@ -164,10 +165,72 @@ def html_document_seeds():
         write("html_document", name, data)
 
 
+def http_request_seeds():
+    # Layout (http_request_fuzzer.cc): which (API in bits 0-1, content type in bits 2-4, limits
+    # bit 5, GET bit 6, Authorization bit 7), the backend's ListModels and Translate codes (under
+    # 244: OK), its shape (models, key, detected language), its confidence, its salt, the
+    # parameters, the Authorization header, the timeout, then the body.
+    def short(b):
+        return bytes([len(b)]) + b
+
+    def seed(api, content_type, body=b"", params=(), list_code=0, translate_code=0, shape=0x34,
+             auth=None, limits=False, odd=None):
+        which = api | content_type << 2 | (0x20 if limits else 0) | (0x80 if auth is not None else 0)
+        out = bytes([which, list_code, translate_code, shape, 200])
+        if odd is not None:  # shape bit 7: a model with these name, source, target, targets
+            out += b"".join(short(f) for f in odd)
+        out += short(b"salt")
+        out += bytes([len(params)])
+        for k, v in params:
+            out += bytes([k]) + short(v)
+        if auth is not None:
+            out += short(auth)
+        return out + bytes([0]) + body
+
+    q, source, target, fmt, alternatives, api_key = range(6)
+    seeds = {
+        "json_text": seed(0, 0, b'{"q": "Hello world!", "source": "en", "target": "de"}'),
+        "json_array_auto": seed(0, 4, b'{"q": ["Hello", "Good day"], "source": "auto", '
+                                      b'"target": "de", "alternatives": 2, "api_key": "k"}'),
+        "json_html": seed(0, 6, b'{"q": "<p>Hi <b>you</b></p>", "source": "en", "target": "fr", '
+                                b'"format": "html", "alternatives": "3"}', shape=0x30),
+        "json_wrong_types": seed(0, 0, b'{"q": [1, {"a": null}], "source": 5, "target": [],'
+                                       b' "alternatives": 1e400}'),
+        "json_huge_alternatives": seed(0, 7, b'{"q": "x", "source": "de", "target": "en", '
+                                             b'"alternatives": 99999999999999999999999}'),
+        "json_invalid": seed(0, 0, b'{"q": "unterminated'),
+        "json_not_object": seed(0, 0, b'[["q", "x"]]'),
+        "form": seed(0, 1, params=[(q, b"Line one\r\nline two"), (source, b"en"), (target, b"de"),
+                                   (alternatives, b" 2 "), (api_key, b"key")], auth=b"Bearer t"),
+        "multipart_html": seed(0, 2, params=[(q, b"<i>x</i>"), (source, b"auto"), (target, b"es"),
+                                             (fmt, b"html")], shape=0x22),
+        "query_limits": seed(0, 3, params=[(q, b"word " * 20), (source, b"en"), (target, b"de")],
+                             limits=True),
+        "form_bad_utf8": seed(0, 5, params=[(q, b"\xff\xfe\xc3("), (source, b"\xff"), (target, b"de")]),
+        "translate_queue_full": seed(0, 0, b'{"q": "x", "source": "en", "target": "de"}',
+                                     translate_code=248),
+        "translate_internal": seed(0, 0, b'{"q": "x", "source": "en", "target": "de"}',
+                                   translate_code=252),
+        "list_unauthenticated": seed(0, 0, b'{"q": "x", "source": "en", "target": "de"}',
+                                     list_code=246),
+        "odd_model": seed(0, 0, b'{"q": "x", "source": "zz", "target": "yy"}', shape=0x80,
+                          odd=(b"m", b"zz", b"mul", b"yy")),
+        "detect_json": seed(1, 0, b'{"q": "Der schnelle braune Fuchs springt \xc3\xbcber den Hund."}'),
+        "detect_array": seed(1, 0, b'{"q": ["The quick brown fox", "Le renard brun"]}', shape=0x70),
+        "detect_form": seed(1, 1, params=[(q, b"Ceci est une phrase en fran\xc3\xa7ais.")]),
+        "languages": seed(2, 3, shape=0x70),
+        "languages_key": seed(2, 0, b'{"api_key": "k"}', list_code=247),
+        "settings": seed(3, 3, shape=0x71),
+    }
+    for name, data in seeds.items():
+        write("http_request", name, data)
+
+
 if __name__ == "__main__":
     safetensors_seeds()
     spm_seeds()
     request_seeds()
     html_document_seeds()
-    for target in ("safetensors", "spm", "request", "html_document"):
+    http_request_seeds()
+    for target in ("safetensors", "spm", "request", "html_document", "http_request"):
         print(target, len(os.listdir(os.path.join(HERE, "corpus", target))), "seeds")

@@ -97,18 +97,22 @@ absl::StatusOr<std::unique_ptr<http::HttpFrontEnd>> StartHttp(const ServerConfig
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(config.max_message_bytes);
   args.SetMaxSendMessageSize(config.max_message_bytes);
-  auto backend = std::make_unique<http::GrpcBackend>(impl->server->InProcessChannel(args),
-                                                     !config.auth_tokens.empty(),
-                                                     [impl] { return impl->Serving(); });
+  auto backend = std::make_unique<http::GrpcBackend>(
+      impl->server->InProcessChannel(args),
+      config.auth_tokens.empty() ? std::string() : config.auth_tokens.front(),
+      [impl] { return impl->Serving(); });
   http::HttpOptions options;
   options.host = config.http_host;
   options.port = config.http_port;
   options.threads = config.http_threads;
+  options.io_timeout_ms = absl::ToInt64Milliseconds(config.http_io_timeout);
   options.max_body_bytes = static_cast<size_t>(config.max_message_bytes);
   options.tls_cert_file = config.tls_cert_file;
   options.tls_key_file = config.tls_key_file;
   options.tls_client_ca_file = config.tls_client_ca_file;
-  options.max_text_chars = config.limits.max_text_chars;
+  options.libretranslate.char_limit = config.limits.max_text_chars;
+  options.libretranslate.batch_limit = config.limits.max_texts;
+  options.libretranslate.max_beam_size = config.limits.max_beam_size;
   return http::HttpFrontEnd::Start(options, std::move(backend), *impl->context.metrics.registry());
 }
 

@@ -29,6 +29,7 @@ struct ServerConfig {
   int http_port = -1;
   std::string http_host = "0.0.0.0";
   int http_threads = 64;  // HTTP requests served at once (one thread each)
+  absl::Duration http_io_timeout = absl::Seconds(10);  // per read / write of a slow client
   std::string device = "auto";
   std::string dtype = "auto";  // auto | float32 | float16 (GPU)
   int num_threads = 0;

@@ -43,6 +43,9 @@ ABSL_FLAG(int, http_port, 5000,
           "(LibreTranslate's default port; 0 picks a free one, -1 disables)");
 ABSL_FLAG(std::string, http_host, "", "Address for the HTTP port (default: --host)");
 ABSL_FLAG(int, http_threads, 64, "HTTP requests served at once (one thread each)");
+ABSL_FLAG(absl::Duration, http_io_timeout, absl::Seconds(10),
+          "A slow HTTP client's limit: each read of its request and each write of its answer "
+          "must progress within this, or the connection is closed");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
 ABSL_FLAG(std::string, dtype, "auto",
           "Weights: auto (float16 on a GPU, float32 on the CPU), float32 or float16 (GPU)");
@@ -200,6 +203,7 @@ int Run() {
   config.http_port = absl::GetFlag(FLAGS_http_port);
   config.http_host = absl::GetFlag(FLAGS_http_host).empty() ? host : absl::GetFlag(FLAGS_http_host);
   config.http_threads = absl::GetFlag(FLAGS_http_threads);
+  config.http_io_timeout = absl::GetFlag(FLAGS_http_io_timeout);
   config.device = absl::GetFlag(FLAGS_device);
   config.dtype = absl::GetFlag(FLAGS_dtype);
   config.num_threads = absl::GetFlag(FLAGS_num_threads);

@@ -1,6 +1,7 @@
 #include "text/language_code.h"
 
 #include <unicode/uloc.h>
+#include <unicode/ustring.h>
 
 #include <cctype>
 
@@ -39,6 +40,22 @@ std::string TargetTokenLanguage(std::string_view piece) {
     return "";
   }
   return CanonicalLanguage(piece.substr(2, piece.size() - 4));
+}
+
+std::string LanguageName(std::string_view code) {
+  if (code.empty()) return "";
+  const std::string canonical = CanonicalLanguage(code);
+  const std::string lang = canonical.empty() ? std::string(code) : canonical;
+  UChar name[128];
+  UErrorCode status = U_ZERO_ERROR;
+  const int32_t length = uloc_getDisplayLanguage(lang.c_str(), "en", name, 128, &status);
+  if (U_FAILURE(status) || length <= 0) return lang;
+  char utf8[512];
+  int32_t utf8_length = 0;
+  status = U_ZERO_ERROR;
+  u_strToUTF8(utf8, sizeof utf8, &utf8_length, name, length, &status);
+  if (U_FAILURE(status)) return lang;
+  return std::string(utf8, utf8_length);
 }
 
 }  // namespace transerve::text

@@ -16,4 +16,8 @@ std::string CanonicalLanguage(std::string_view code);
 // "" when `piece` is not such a token.
 std::string TargetTokenLanguage(std::string_view piece);
 
+// The language's name in English, from ICU's display names ("de" -> "German", "nb" ->
+// "Norwegian Bokmål", "deu" -> "German"); the code itself when ICU has no name for it, "" for "".
+std::string LanguageName(std::string_view code);
+
 }  // namespace transerve::text

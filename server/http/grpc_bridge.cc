@@ -10,11 +10,11 @@
 namespace transerve::http {
 namespace {
 
-void Prepare(const CallOptions& options, grpc::ClientContext* ctx) {
+void Prepare(const CallOptions& options, grpc::ClientContext* ctx,
+             const std::string& token_override = "") {
   ctx->AddMetadata(kFrontEndMetadataKey, "http");
-  if (!options.bearer_token.empty()) {
-    ctx->AddMetadata("authorization", "Bearer " + options.bearer_token);
-  }
+  const std::string& token = token_override.empty() ? options.bearer_token : token_override;
+  if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
   if (options.timeout_ms > 0) {
     ctx->set_deadline(std::chrono::system_clock::now() +
                       std::chrono::milliseconds(options.timeout_ms));
@@ -57,11 +57,12 @@ class GrpcStream final : public TranslatorBackend::Stream {
 
 }  // namespace
 
-GrpcBackend::GrpcBackend(std::shared_ptr<grpc::Channel> channel, bool key_required,
+GrpcBackend::GrpcBackend(std::shared_ptr<grpc::Channel> channel, std::string server_token,
                          std::function<bool()> serving)
     : channel_(std::move(channel)),
       stub_(v1::Translator::NewStub(channel_)),
-      key_required_(key_required),
+      server_token_(std::move(server_token)),
+      key_required_(!server_token_.empty()),
       serving_(std::move(serving)) {}
 
 grpc::Status GrpcBackend::Translate(const v1::TranslateRequest& request, const CallOptions& options,
@@ -78,7 +79,7 @@ std::unique_ptr<TranslatorBackend::Stream> GrpcBackend::OpenStream(
 
 grpc::Status GrpcBackend::ListModels(const CallOptions& options, v1::ListModelsResponse* response) {
   grpc::ClientContext ctx;
-  Prepare(options, &ctx);
+  Prepare(options, &ctx, options.as_server ? server_token_ : "");
   return stub_->ListModels(&ctx, v1::ListModelsRequest(), response);
 }
 

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "server/http/translator_backend.h"
 #include "transerve/v1/translator.grpc.pb.h"
@@ -16,8 +17,10 @@ namespace transerve::http {
 
 class GrpcBackend final : public TranslatorBackend {
  public:
-  // `serving` is the predicate gRPC health is set from (the same answer, not a second one).
-  GrpcBackend(std::shared_ptr<grpc::Channel> channel, bool key_required,
+  // `server_token`: one of the server's bearer tokens ("" when it has none), for the listings
+  // open to anyone (CallOptions::as_server). `serving` is the predicate gRPC health is set
+  // from (the same answer, not a second one).
+  GrpcBackend(std::shared_ptr<grpc::Channel> channel, std::string server_token,
               std::function<bool()> serving);
 
   grpc::Status Translate(const v1::TranslateRequest& request, const CallOptions& options,
@@ -31,6 +34,7 @@ class GrpcBackend final : public TranslatorBackend {
  private:
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Translator::Stub> stub_;
+  const std::string server_token_;
   const bool key_required_;
   const std::function<bool()> serving_;
 };

@@ -149,8 +149,8 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
   const int pending = options.pending_connections;
   svr.new_task_queue = [threads, pending] { return new BoundedTaskQueue(threads, pending); };
   svr.set_payload_max_length(options.max_body_bytes);
-  svr.set_read_timeout(options.read_timeout_s, 0);
-  svr.set_write_timeout(options.write_timeout_s, 0);
+  svr.set_read_timeout(std::chrono::milliseconds(options.io_timeout_ms));
+  svr.set_write_timeout(std::chrono::milliseconds(options.io_timeout_ms));
   svr.set_keep_alive_timeout(options.keep_alive_timeout_s);
   svr.set_keep_alive_max_count(options.keep_alive_max_requests);
   svr.set_tcp_nodelay(true);
@@ -161,6 +161,17 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
   svr.Post("/v1/translate/stream", routes.Stream(b));
   svr.Get("/v1/models",
           routes.Unary("v1", "/v1/models", [b](const HttpInput& in) { return V1Models(in, *b); }));
+  const LtSettings lt = options.libretranslate;
+  svr.Post("/translate", routes.Unary("libretranslate", "/translate", [b, lt](const HttpInput& in) {
+    return LtTranslate(in, *b, lt);
+  }));
+  svr.Post("/detect", routes.Unary("libretranslate", "/detect",
+                                   [b](const HttpInput& in) { return LtDetect(in, *b); }));
+  svr.Get("/languages", routes.Unary("libretranslate", "/languages",
+                                     [b](const HttpInput& in) { return LtLanguages(in, *b); }));
+  svr.Get("/frontend/settings",
+          routes.Unary("libretranslate", "/frontend/settings",
+                       [b, lt](const HttpInput& in) { return LtFrontendSettings(in, *b, lt); }));
   svr.Get("/healthz",
           routes.Unary("health", "/healthz", [](const HttpInput&) { return Healthz(); }));
   svr.Get("/readyz",

@@ -4,11 +4,13 @@
 // engine or the scheduler.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "server/http/libretranslate_api.h"
 #include "server/http/translator_backend.h"
 
 namespace prometheus {
@@ -26,8 +28,7 @@ struct HttpOptions {
   int pending_connections = 256;
   size_t max_body_bytes = 16 << 20;  // 413 beyond
   // Slow clients: each read and write of a request or answer must progress within these.
-  int read_timeout_s = 10;
-  int write_timeout_s = 10;
+  int64_t io_timeout_ms = 10000;
   // An idle keep-alive connection is closed after this (and the drain waits at most this).
   int keep_alive_timeout_s = 3;
   int keep_alive_max_requests = 1000;
@@ -36,7 +37,7 @@ struct HttpOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
-  int max_text_chars = 100000;  // LibreTranslate's /frontend/settings "charLimit"
+  LtSettings libretranslate;  // its limits, as /frontend/settings tells them
 };
 
 class HttpFrontEnd {

@@ -15,6 +15,9 @@ namespace transerve::http {
 struct CallOptions {
   std::string bearer_token;  // sent as "authorization: Bearer <token>" when not empty
   long timeout_ms = 0;       // 0: no deadline
+  // ListModels only: list as the server itself, whatever token the caller has. LibreTranslate's
+  // /languages and /frontend/settings are open to anyone, as its server has them.
+  bool as_server = false;
 };
 
 class TranslatorBackend {

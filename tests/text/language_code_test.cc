@@ -40,5 +40,19 @@ TEST(TargetTokenLanguage, ReadsMultilingualTargetTokens) {
   EXPECT_EQ(TargetTokenLanguage(">><<"), "");
 }
 
+TEST(LanguageName, NamesLanguagesInEnglish) {
+  EXPECT_EQ(LanguageName("de"), "German");
+  EXPECT_EQ(LanguageName("deu"), "German");
+  EXPECT_EQ(LanguageName("pt-BR"), "Portuguese");
+  EXPECT_EQ(LanguageName("zh"), "Chinese");
+  EXPECT_EQ(LanguageName("nb"), "Norwegian Bokm\u00e5l");
+  EXPECT_EQ(LanguageName("iw"), "Hebrew");
+}
+
+TEST(LanguageName, UnknownCodesNameThemselves) {
+  EXPECT_EQ(LanguageName(""), "");
+  EXPECT_EQ(LanguageName("qqx"), "qqx");
+}
+
 }  // namespace
 }  // namespace transerve::text

@@ -1,0 +1,252 @@
+// Fuzz target: the HTTP APIs' request handling, as functions from an HttpInput to an HttpReply
+// (LibreTranslate's /translate, /detect, /languages, /frontend/settings) over a fake backend
+// whose answers are random but valid. Every reply must be JSON of the API's shape with one of
+// the API's statuses, and 500 only when the backend itself failed (never for the input).
+//
+// Input: a header of a few bytes (which API, content type, what the backend answers, how many
+// parameters), then length-prefixed parameters and Authorization header, then the body.
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "server/http/http_exchange.h"
+#include "server/http/libretranslate_api.h"
+#include "server/http/translator_backend.h"
+
+namespace {
+
+using Json = nlohmann::json;
+using transerve::http::CallOptions;
+using transerve::http::HttpInput;
+using transerve::http::HttpReply;
+namespace v1 = transerve::v1;
+
+class Reader {
+ public:
+  Reader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  uint8_t Byte() { return pos_ < size_ ? data_[pos_++] : 0; }
+  std::string Bytes(size_t n) {
+    n = std::min(n, size_ - pos_);
+    std::string s(reinterpret_cast<const char*>(data_ + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  std::string Short() { return Bytes(Byte()); }  // a length byte, then that many bytes
+  std::string Rest() { return Bytes(size_ - pos_); }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+grpc::StatusCode CodeOf(uint8_t b) {
+  // Mostly OK, so that the API's own paths are reached.
+  static constexpr grpc::StatusCode kCodes[] = {
+      grpc::StatusCode::INVALID_ARGUMENT,   grpc::StatusCode::NOT_FOUND,
+      grpc::StatusCode::UNAUTHENTICATED,    grpc::StatusCode::PERMISSION_DENIED,
+      grpc::StatusCode::RESOURCE_EXHAUSTED, grpc::StatusCode::UNAVAILABLE,
+      grpc::StatusCode::DEADLINE_EXCEEDED,  grpc::StatusCode::CANCELLED,
+      grpc::StatusCode::INTERNAL,           grpc::StatusCode::UNKNOWN,
+      grpc::StatusCode::OUT_OF_RANGE,       grpc::StatusCode::UNIMPLEMENTED};
+  const size_t n = sizeof kCodes / sizeof kCodes[0];
+  return b < 256 - n ? grpc::StatusCode::OK : kCodes[b - (256 - n)];
+}
+
+bool MapsTo500(grpc::StatusCode c) {
+  return c == grpc::StatusCode::INTERNAL || c == grpc::StatusCode::UNKNOWN ||
+         c == grpc::StatusCode::UNIMPLEMENTED;
+}
+
+v1::ModelInfo Model(const std::string& name, const std::string& source, const std::string& target,
+                    const std::vector<std::string>& targets) {
+  v1::ModelInfo m;
+  m.set_name(name);
+  m.set_source_language(source);
+  m.set_target_language(target);
+  for (const auto& t : targets) m.add_target_languages(t);
+  return m;
+}
+
+// Answers every text, with up to num_hypotheses hypotheses; its statuses come from the input.
+class FakeBackend : public transerve::http::TranslatorBackend {
+ public:
+  explicit FakeBackend(Reader& in) {
+    list_code_ = CodeOf(in.Byte());
+    translate_code_ = CodeOf(in.Byte());
+    const uint8_t shape = in.Byte();
+    key_required_ = shape & 1;
+    static const char* const kDetected[] = {"", "en", "de", "fr", "xx", "mul"};
+    detected_ = kDetected[(shape >> 1) % 6];
+    confidence_ = static_cast<float>(in.Byte()) / 255.0f;
+    *models_.add_models() = Model("opus-mt-en-de", "en", "de", {"de"});
+    if (shape & 0x10) *models_.add_models() = Model("opus-mt-de-en", "de", "en", {});
+    if (shape & 0x20) *models_.add_models() = Model("opus-mt-en-mul", "en", "mul", {"fr", "es"});
+    if (shape & 0x40) *models_.add_models() = Model("opus-mt-mul-en", "mul", "en", {"en"});
+    if (shape & 0x80) {
+      // A model with arbitrary names and codes, read one field after another.
+      const std::string name = in.Short(), source = in.Short(), target = in.Short();
+      *models_.add_models() = Model(name, source, target, {in.Short()});
+    }
+    salt_ = in.Short();
+  }
+
+  grpc::Status Translate(const v1::TranslateRequest& request, const CallOptions&,
+                         v1::TranslateResponse* response) override {
+    translate_called = true;
+    texts_sent = request.texts_size();
+    used_code = translate_code_;
+    if (translate_code_ != grpc::StatusCode::OK) return grpc::Status(translate_code_, salt_);
+    response->set_model(models_.models(0).name());
+    response->set_detected_language(detected_);
+    response->set_detected_language_confidence(confidence_);
+    for (const std::string& text : request.texts()) {
+      v1::Translation* t = response->add_translations();
+      t->set_text(salt_ + text.substr(0, 64));
+      for (int h = 0; h < request.options().num_hypotheses(); ++h) {
+        t->add_hypotheses()->set_text(h == 0 ? t->text() : salt_.substr(0, h));
+      }
+    }
+    return grpc::Status::OK;
+  }
+  std::unique_ptr<Stream> OpenStream(const v1::TranslateRequest&, const CallOptions&) override {
+    return nullptr;  // not used by LibreTranslate's API
+  }
+  grpc::Status ListModels(const CallOptions&, v1::ListModelsResponse* response) override {
+    if (list_code_ != grpc::StatusCode::OK) {
+      if (MapsTo500(list_code_)) list_failed_500 = true;
+      return grpc::Status(list_code_, salt_);
+    }
+    *response = models_;
+    return grpc::Status::OK;
+  }
+  bool Serving() override { return true; }
+  bool KeyRequired() const override { return key_required_; }
+
+  bool translate_called = false;
+  int texts_sent = 0;
+  grpc::StatusCode used_code = grpc::StatusCode::OK;
+  bool list_failed_500 = false;
+
+ private:
+  grpc::StatusCode list_code_, translate_code_;
+  bool key_required_ = false;
+  std::string detected_;
+  float confidence_ = 0;
+  v1::ListModelsResponse models_;
+  std::string salt_;
+};
+
+const char* const kContentTypes[] = {"application/json",
+                                     "application/x-www-form-urlencoded",
+                                     "multipart/form-data; boundary=b",
+                                     "",
+                                     "application/json; charset=utf-8",
+                                     "text/plain",
+                                     "application/ld+json",
+                                     "APPLICATION/JSON"};
+const char* const kNames[] = {"q", "source", "target", "format", "alternatives", "api_key"};
+
+void Check(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+bool Has(const Json& object, const char* key) { return object.is_object() && object.contains(key); }
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  Reader in(data, size);
+  const uint8_t which = in.Byte();
+  HttpInput input;
+  input.method = (which & 0x40) ? "GET" : "POST";
+  input.content_type = kContentTypes[(which >> 2) & 7];
+  FakeBackend backend(in);
+  const int params = in.Byte() & 7;
+  for (int i = 0; i < params; ++i) {
+    const uint8_t k = in.Byte();
+    const std::string name = k < 6 * 40 ? kNames[k % 6] : in.Short();
+    input.params.emplace(name, in.Short());
+  }
+  if (which & 0x80) input.authorization = in.Short();
+  input.timeout_ms = in.Byte();
+  input.body = in.Rest();
+
+  transerve::http::LtSettings settings;
+  settings.char_limit = (which & 0x20) ? 64 : -1;
+  settings.batch_limit = (which & 0x20) ? 4 : -1;
+  HttpReply reply;
+  switch (which & 3) {
+    case 0:
+      input.path = "/translate";
+      reply = transerve::http::LtTranslate(input, backend, settings);
+      break;
+    case 1:
+      input.path = "/detect";
+      reply = transerve::http::LtDetect(input, backend);
+      break;
+    case 2:
+      input.path = "/languages";
+      reply = transerve::http::LtLanguages(input, backend);
+      break;
+    default:
+      input.path = "/frontend/settings";
+      reply = transerve::http::LtFrontendSettings(input, backend, settings);
+      break;
+  }
+
+  static const std::set<int> kStatuses = {200, 400, 403, 429, 499, 500, 503, 504};
+  Check(kStatuses.count(reply.status) == 1);
+  Check(reply.content_type == "application/json");
+  Json body;
+  try {
+    body = Json::parse(reply.body);
+  } catch (const Json::exception&) {
+    __builtin_trap();
+  }
+  if (reply.status != 200) {
+    Check(Has(body, "error") && body.size() == 1 && body["error"].is_string());
+  }
+  // 500 only for a backend that failed so (or answered badly, which this one never does).
+  if (reply.status == 500) {
+    Check(backend.list_failed_500 || (backend.translate_called && MapsTo500(backend.used_code)));
+  }
+  if (reply.status != 200) return 0;
+  switch (which & 3) {
+    case 0: {
+      Check(backend.translate_called && backend.used_code == grpc::StatusCode::OK);
+      Check(Has(body, "translatedText"));
+      const Json& t = body["translatedText"];
+      Check(t.is_string() || (t.is_array() && static_cast<int>(t.size()) == backend.texts_sent));
+      if (body.contains("detectedLanguage")) {
+        const Json& d = body["detectedLanguage"];
+        Check(d.is_object() || (d.is_array() && d.size() == t.size()));
+      }
+      break;
+    }
+    case 1:
+      Check(body.is_array() && !body.empty());
+      for (const Json& d : body) {
+        Check(Has(d, "language") && Has(d, "confidence") && d["language"].is_string() &&
+              d["confidence"].is_number());
+        const double c = d["confidence"].get<double>();
+        Check(c >= 0 && c <= 100);
+      }
+      break;
+    case 2:
+      Check(body.is_array());
+      for (const Json& l : body) {
+        Check(Has(l, "code") && Has(l, "name") && Has(l, "targets") && l["code"].is_string() &&
+              l["name"].is_string() && l["targets"].is_array());
+      }
+      break;
+    default:
+      Check(Has(body, "charLimit") && Has(body, "language") && body["charLimit"].is_number() &&
+            body["language"].is_object());
+      break;
+  }
+  return 0;
+}

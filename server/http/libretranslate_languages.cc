@@ -1,0 +1,78 @@
+#include "server/http/libretranslate_languages.h"
+
+#include <algorithm>
+#include <set>
+
+#include "text/language_code.h"
+
+namespace transerve::http {
+namespace {
+
+bool Contains(const std::vector<std::string>& v, std::string_view s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+LtLanguageTable::LtLanguageTable(const v1::ListModelsResponse& response) {
+  std::set<std::string> codes;
+  for (const v1::ModelInfo& info : response.models()) {
+    Model m;
+    m.source = text::CanonicalLanguage(info.source_language());
+    std::vector<std::string> named(info.target_languages().begin(), info.target_languages().end());
+    if (named.empty()) named.push_back(info.target_language());
+    for (const std::string& t : named) {
+      std::string code = text::CanonicalLanguage(t);
+      if (!code.empty() && code != "mul" && !Contains(m.targets, code)) m.targets.push_back(code);
+    }
+    // A model whose languages are unknown cannot be asked for by language.
+    if (m.source.empty() || m.targets.empty()) continue;
+    if (m.source != "mul") codes.insert(m.source);
+    codes.insert(m.targets.begin(), m.targets.end());
+    if (default_target_.empty() || info.is_default()) default_target_ = m.targets.front();
+    models_.push_back(std::move(m));
+  }
+  for (const std::string& code : codes) {
+    LtLanguage& l = languages_.emplace_back();
+    l.code = code;
+    l.name = text::LanguageName(code);
+    std::set<std::string> targets;
+    for (const Model& m : models_) {
+      if (m.source != code && m.source != "mul") continue;
+      for (const std::string& t : m.targets) {
+        if (t != code) targets.insert(t);
+      }
+    }
+    l.targets.assign(targets.begin(), targets.end());
+  }
+}
+
+bool LtLanguageTable::AcceptsSource(std::string_view code) const {
+  return Lists(code) || (!code.empty() && ReadsAnyLanguage());
+}
+
+bool LtLanguageTable::Lists(std::string_view code) const {
+  return !code.empty() && std::any_of(languages_.begin(), languages_.end(),
+                                      [&](const LtLanguage& l) { return l.code == code; });
+}
+
+bool LtLanguageTable::Serves(std::string_view source, std::string_view target) const {
+  return std::any_of(models_.begin(), models_.end(), [&](const Model& m) {
+    return (m.source == source || m.source == "mul") && Contains(m.targets, target);
+  });
+}
+
+std::vector<std::string> LtLanguageTable::Sources() const {
+  std::vector<std::string> sources;
+  for (const Model& m : models_) {
+    if (m.source != "mul" && !Contains(sources, m.source)) sources.push_back(m.source);
+  }
+  return sources;
+}
+
+bool LtLanguageTable::ReadsAnyLanguage() const {
+  return std::any_of(models_.begin(), models_.end(),
+                     [](const Model& m) { return m.source == "mul"; });
+}
+
+}  // namespace transerve::http
