@@ -99,6 +99,7 @@
     }
     targetLang.replaceChildren();
     for (const code of targets) addOption(targetLang, code, `${languageName(code)} (${code})`);
+    if (targets.length === 0) addOption(targetLang, '', 'No model translates from it');
     if (targets.includes(previous)) targetLang.value = previous;
   }
 
