@@ -187,6 +187,15 @@ class PageTest:
         want = sorted({t for l in languages for t in l["targets"]})
         if sorted(targets) != want or "de" not in targets:
             fail(f"target choices with auto: {targets}, want {want} (with de)")
+        # A chosen source offers its own targets (a placeholder when it has none).
+        for language in languages:
+            self.Select(self.find("source-lang")).select_by_value(language["code"])
+            offered = [o.get_attribute("value")
+                       for o in self.Select(self.find("target-lang")).options]
+            if offered != (language["targets"] or [""]):
+                fail(f"source {language['code']} offers targets {offered}, /languages says "
+                     f"{language['targets']}")
+        self.Select(self.find("source-lang")).select_by_value("auto")
         print(f"http_page: languages {[l['code'] for l in languages]}, targets {targets}")
 
     def submit(self, text, source, target, html):
