@@ -52,8 +52,10 @@ ENV PATH=/opt/transerve/bin:$PATH \
     TRANSERVE_MODEL_DIR=/opt/transerve/models/en-de-small \
     TRANSERVE_PORT=50051 \
     TRANSERVE_METRICS_PORT=9464 \
+    TRANSERVE_HTTP_PORT=5000 \
     TRANSERVE_DEVICE=cuda
-EXPOSE 50051 9464
+# gRPC, Prometheus /metrics, HTTP (LibreTranslate's API, /v1 JSON, the web page).
+EXPOSE 50051 9464 5000
 # Loading and warming up the model takes seconds; the gRPC health service says SERVING after.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=3 \
   CMD transerve-client --target="127.0.0.1:${TRANSERVE_PORT}" --health --timeout=4 || exit 1
@@ -69,8 +71,10 @@ USER 10001:10001
 ENV PATH=/opt/transerve/bin:$PATH \
     TRANSERVE_MODEL_DIR=/opt/transerve/models/en-de-small \
     TRANSERVE_PORT=50051 \
-    TRANSERVE_METRICS_PORT=9464
-EXPOSE 50051 9464
+    TRANSERVE_METRICS_PORT=9464 \
+    TRANSERVE_HTTP_PORT=5000
+# gRPC, Prometheus /metrics, HTTP (LibreTranslate's API, /v1 JSON, the web page).
+EXPOSE 50051 9464 5000
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
   CMD transerve-client --target="127.0.0.1:${TRANSERVE_PORT}" --health --timeout=4 || exit 1
 STOPSIGNAL SIGTERM

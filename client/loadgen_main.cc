@@ -2,11 +2,14 @@
 //   closed loop: --concurrency=N calls in flight; open loop: --rate=R requests/s, Poisson
 //   arrivals, latency from each call's scheduled time. A comma list of values is a sweep: one
 //   run per value, the throughput-latency curve in one report.
+//   --protocol=grpc (the Translator service) or http (the HTTP front end, --http_api=v1 or
+//   libretranslate): the same load, histograms and report either way.
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,8 @@
 #include "absl/strings/str_split.h"
 #include "client/channel.h"
 #include "client/connection_flags.h"
+#include "client/loadgen/grpc_sender.h"
+#include "client/loadgen/http_sender.h"
 #include "client/loadgen/load_run.h"
 
 ABSL_FLAG(std::string, input, "", "Sentences to send, one per line (required)");
@@ -39,10 +44,28 @@ ABSL_FLAG(int, sentences_per_request, 1, "Input lines per request");
 ABSL_FLAG(std::string, model, "", "Model name; empty = the server's default");
 ABSL_FLAG(int, beam_size, 0, "Beam size; 1 = greedy; 0 = the model's default");
 ABSL_FLAG(int, max_length, 0, "Most generated tokens per sentence; 0 = the default");
-ABSL_FLAG(double, deadline, 0, "Deadline per call in seconds; 0 = none");
-ABSL_FLAG(bool, stream, false, "Call TranslateStream (also reports time to first chunk)");
-ABSL_FLAG(int, connections, 0, "TCP connections to spread calls over; 0 = one per 64 in flight");
+ABSL_FLAG(double, deadline, 0,
+          "Deadline per call in seconds (HTTP: sent as X-Request-Timeout-Ms); 0 = none");
+ABSL_FLAG(bool, stream, false,
+          "Call TranslateStream (HTTP: POST /v1/translate/stream); also reports the time to the "
+          "first chunk (HTTP: the first event)");
+ABSL_FLAG(int, connections, 0,
+          "gRPC: TCP connections to spread calls over (0 = one per 64 in flight). HTTP: workers, "
+          "each with one keep-alive connection carrying one call at a time (0 = --concurrency in "
+          "a closed loop, 64 in an open loop; open-loop calls beyond them wait in the client, "
+          "which their latency shows)");
 ABSL_FLAG(int64_t, max_outstanding, 100000, "Open loop: most calls in flight");
+ABSL_FLAG(std::string, protocol, "grpc",
+          "grpc (the Translator service at --target) or http (the HTTP front end, see "
+          "--http_api and --http_target)");
+ABSL_FLAG(std::string, http_api, "v1",
+          "--protocol=http: v1 (POST /v1/translate, with --stream POST /v1/translate/stream as "
+          "server-sent events) or libretranslate (POST /translate; no --stream)");
+ABSL_FLAG(std::string, http_target, "",
+          "--protocol=http: HOST:PORT of the HTTP front end (the server's --http_port); empty = "
+          "--target. Plain HTTP: --tls is gRPC's");
+ABSL_FLAG(std::string, source_language, "en", "--http_api=libretranslate: the \"source\" sent");
+ABSL_FLAG(std::string, target_language, "de", "--http_api=libretranslate: the \"target\" sent");
 ABSL_FLAG(std::string, json, "", "Write the report (a sweep: every run) as JSON here");
 
 namespace transerve {
@@ -62,6 +85,37 @@ bool ParseList(const std::string& text, std::vector<double>* values) {
 int Fail(const std::string& message) {
   std::cerr << "transerve-loadgen: " << message << "\n";
   return 1;
+}
+
+// The protocol's sender for one run of `options` (its concurrency sizes the connections).
+absl::StatusOr<std::unique_ptr<RequestSender>> MakeSender(bool http, HttpApi api,
+                                                          HttpSenderOptions http_options,
+                                                          const LoadOptions& options) {
+  const bool closed = options.mode == LoadOptions::Mode::kClosedLoop;
+  int connections = absl::GetFlag(FLAGS_connections);
+  if (http) {
+    http_options.api = api;
+    http_options.stream = options.stream;
+    http_options.auth_token = options.auth_token;
+    http_options.deadline = options.deadline;
+    http_options.connections = connections > 0 ? connections : closed ? options.concurrency : 64;
+    http_options.source_language = absl::GetFlag(FLAGS_source_language);
+    http_options.target_language = absl::GetFlag(FLAGS_target_language);
+    auto sender = HttpSender::Create(std::move(http_options));
+    if (!sender.ok()) return sender.status();
+    return std::unique_ptr<RequestSender>(*std::move(sender));
+  }
+  if (connections <= 0) connections = closed ? (options.concurrency + 63) / 64 : 1;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int c = 0; c < connections; ++c) {
+    auto channel = MakeChannel(ChannelOptionsFromFlags(c));
+    if (!channel.ok()) return channel.status();
+    channels.push_back(*std::move(channel));
+  }
+  return std::unique_ptr<RequestSender>(std::make_unique<GrpcSender>(
+      std::move(channels), GrpcSenderOptions{.stream = options.stream,
+                                             .auth_token = options.auth_token,
+                                             .deadline = options.deadline}));
 }
 
 int Run() {
@@ -96,6 +150,27 @@ int Run() {
     return Fail(
         "--concurrency / --rate / --sweep values must be positive numbers, comma-separated");
   }
+  const std::string protocol = absl::GetFlag(FLAGS_protocol);
+  if (protocol != "grpc" && protocol != "http") return Fail("--protocol: grpc or http");
+  const bool http = protocol == "http";
+  auto http_api = ParseHttpApi(absl::GetFlag(FLAGS_http_api));
+  if (!http_api.ok()) return Fail("--http_api: " + std::string(http_api.status().message()));
+  std::string http_target = absl::GetFlag(FLAGS_http_target);
+  if (http_target.empty()) http_target = absl::GetFlag(FLAGS_target);
+  HttpSenderOptions http_options;
+  if (http) {
+    if (ChannelOptionsFromFlags().tls)
+      return Fail("--tls is gRPC's; the HTTP front end is plain HTTP");
+    if (absl::Status s = SplitHostPort(http_target, &http_options.host, &http_options.port);
+        !s.ok()) {
+      return Fail("--http_target: " + std::string(s.message()));
+    }
+    if (*http_api == HttpApi::kLibreTranslate && absl::GetFlag(FLAGS_stream)) {
+      return Fail("--stream is the v1 API's (--http_api=v1)");
+    }
+  }
+  const std::string target = http ? http_target : absl::GetFlag(FLAGS_target);
+
   const std::string order = absl::GetFlag(FLAGS_order);
   if (order != "sequential" && order != "random") return Fail("--order: sequential or random");
 
@@ -133,21 +208,16 @@ int Run() {
     } else {
       options.rate = value;
     }
-    int connections = absl::GetFlag(FLAGS_connections);
-    if (connections <= 0) connections = closed ? (options.concurrency + 63) / 64 : 1;
-    std::vector<std::shared_ptr<grpc::Channel>> channels;
-    for (int c = 0; c < connections; ++c) {
-      auto channel = MakeChannel(ChannelOptionsFromFlags(c));
-      if (!channel.ok()) return Fail(std::string(channel.status().message()));
-      channels.push_back(*std::move(channel));
-    }
-    auto report = RunLoad(channels, options);
+    auto sender = MakeSender(http, *http_api, http_options, options);
+    if (!sender.ok()) return Fail(std::string(sender.status().message()));
+    auto report = RunLoad(**sender, options);
     if (terminal) std::printf("\r%80s\r", "");
-    if (!report.ok()) {
-      return Fail(absl::GetFlag(FLAGS_target) + ": " + std::string(report.status().message()));
-    }
+    if (!report.ok()) return Fail(target + ": " + std::string(report.status().message()));
     std::cout << ReportText(*report) << std::flush;
-    runs.push_back(ReportJson(*report));
+    nlohmann::json run = ReportJson(*report);
+    run["protocol"] = protocol;
+    if (http) run["http_api"] = absl::GetFlag(FLAGS_http_api);
+    runs.push_back(std::move(run));
   }
   if (runs.size() > 1) {
     std::printf("\n%-12s %12s %14s %10s %10s %10s %8s\n", closed ? "concurrency" : "rate",
@@ -166,8 +236,9 @@ int Run() {
   }
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
     const nlohmann::json out =
-        runs.size() == 1 ? runs[0]
-                         : nlohmann::json{{"target", absl::GetFlag(FLAGS_target)}, {"runs", runs}};
+        runs.size() == 1
+            ? runs[0]
+            : nlohmann::json{{"target", target}, {"protocol", protocol}, {"runs", runs}};
     std::ofstream(path) << out.dump(2) << "\n";
   }
   return 0;
@@ -180,6 +251,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "transerve-loadgen --target=HOST:PORT --input=FILE (--concurrency=N[,N...] | "
       "--rate=R[,R...]) [--duration=S] [--warmup=S] [--sentences_per_request=K] [--stream] "
+      "[--protocol=grpc|http [--http_api=v1|libretranslate] [--http_target=HOST:PORT]] "
       "[--json=OUT]");
   absl::ParseCommandLine(argc, argv);
   return transerve::Run();

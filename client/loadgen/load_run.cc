@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "transerve/v1/translator.grpc.pb.h"
+#include "client/loadgen/grpc_sender.h"
 
 namespace transerve {
 namespace {
@@ -27,35 +27,19 @@ Clock::duration ToClock(absl::Duration d) {
   return std::chrono::duration_cast<Clock::duration>(absl::ToChronoNanoseconds(d));
 }
 
-class Runner;
-
 // What one call carries from its send to its answer.
 struct CallState {
-  grpc::ClientContext context;
-  v1::TranslateRequest request;
-  v1::TranslateResponse response;
-  Clock::time_point scheduled;  // latency origin: when the call was due, not when it left
-  Clock::time_point sent;       // when it left (its deadline counts from here)
-  bool measured = false;        // scheduled inside the window
-  bool first_chunk_seen = false;
-  Clock::time_point first_chunk;
-  int64_t sentences = 0;
-  int64_t source_tokens = 0;
-  int64_t target_tokens = 0;
+  CallRecord record;
+  std::unique_ptr<SentCall> transport;  // the protocol's state of the call
+  Clock::time_point scheduled;          // latency origin: when the call was due, not when it left
+  Clock::time_point sent;               // when it left (its deadline counts from here)
+  bool measured = false;                // scheduled inside the window
 };
-
-void CountTranslation(const v1::Translation& t, CallState* call) {
-  ++call->sentences;
-  call->source_tokens += t.source_token_count();
-  call->target_tokens += t.target_token_count();
-}
 
 class Runner {
  public:
-  Runner(const std::vector<std::shared_ptr<grpc::Channel>>& channels, const LoadOptions& options)
-      : options_(options), rng_(options.seed) {
-    for (const auto& channel : channels) stubs_.push_back(v1::Translator::NewStub(channel));
-  }
+  Runner(RequestSender* sender, const LoadOptions& options)
+      : options_(options), sender_(sender), rng_(options.seed) {}
 
   LoadReport Run() {
     start_ = Clock::now();
@@ -130,11 +114,11 @@ class Runner {
     const auto give_up = Clock::now() + ToClock(options_.drain_timeout);
     if (all_answered_.wait_until(lock, give_up, [this] { return calls_.empty(); })) return;
     // Cancelled outside the lock (an answer may arrive meanwhile); the copies keep every
-    // context alive until it has been told.
+    // call alive until it has been told.
     std::vector<std::shared_ptr<CallState>> late;
     for (const auto& [raw, call] : calls_) late.push_back(call);
     lock.unlock();
-    for (const auto& call : late) call->context.TryCancel();
+    for (const auto& call : late) call->transport->Cancel();
     late.clear();
     lock.lock();
     all_answered_.wait(lock, [this] { return calls_.empty(); });
@@ -157,14 +141,8 @@ class Runner {
     call->scheduled = scheduled;
     call->sent = Clock::now();
     call->measured = scheduled >= window_start_ && scheduled < window_end_;
-    FillRequest(&call->request);
-    if (options_.deadline > absl::ZeroDuration()) {
-      call->context.set_deadline(std::chrono::system_clock::now() +
-                                 absl::ToChronoNanoseconds(options_.deadline));
-    }
-    if (!options_.auth_token.empty()) {
-      call->context.AddMetadata("authorization", "Bearer " + options_.auth_token);
-    }
+    FillRequest(&call->record.request);
+    call->transport = sender_->NewCall(&call->record);
     {
       std::lock_guard<std::mutex> lock(calls_mu_);
       calls_.emplace(call.get(), call);
@@ -175,55 +153,13 @@ class Runner {
       std::lock_guard<std::mutex> lock(mu_);
       ++report_.sent;
     }
-    v1::Translator::Stub* stub = stubs_[next_stub_.fetch_add(1) % stubs_.size()].get();
-    if (options_.stream) {
-      new StreamReader(this, stub, call.get());  // deletes itself when done
-    } else {
-      // The callback holds no ownership: a context must not be destroyed inside gRPC's own
-      // completion (see Reap).
-      CallState* raw = call.get();
-      stub->async()->Translate(&raw->context, &raw->request, &raw->response,
-                               [this, raw](grpc::Status status) {
-                                 if (status.ok()) {
-                                   for (const auto& t : raw->response.translations()) {
-                                     CountTranslation(t, raw);
-                                   }
-                                 }
-                                 Finish(raw, status);
-                               });
-    }
+    // The callback holds no ownership: a call's state must not be destroyed inside the
+    // protocol's own completion (see Reap).
+    CallState* raw = call.get();
+    raw->transport->Start([this, raw](const absl::Status& status) { Finish(raw, status); });
   }
 
-  // TranslateStream: counts the first chunk and the final translations.
-  class StreamReader : public grpc::ClientReadReactor<v1::TranslateStreamResponse> {
-   public:
-    StreamReader(Runner* runner, v1::Translator::Stub* stub, CallState* call)
-        : runner_(runner), call_(call) {
-      stub->async()->TranslateStream(&call_->context, &call_->request, this);
-      StartRead(&message_);
-      StartCall();
-    }
-    void OnReadDone(bool ok) override {
-      if (!ok) return;
-      if (!call_->first_chunk_seen) {
-        call_->first_chunk_seen = true;
-        call_->first_chunk = Clock::now();
-      }
-      if (message_.done()) CountTranslation(message_.translation(), call_);
-      StartRead(&message_);
-    }
-    void OnDone(const grpc::Status& status) override {
-      runner_->Finish(call_, status);
-      delete this;
-    }
-
-   private:
-    Runner* runner_;
-    CallState* call_;
-    v1::TranslateStreamResponse message_;
-  };
-
-  void Finish(CallState* call, const grpc::Status& status) {
+  void Finish(CallState* call, const absl::Status& status) {
     const Clock::time_point now = Clock::now();
     if (status.ok()) {
       ok_.fetch_add(1);
@@ -237,15 +173,14 @@ class Runner {
       if (status.ok()) {
         ++report_.ok;
         report_.latency.Record(SecondsBetween(call->scheduled, now));
-        if (call->first_chunk_seen) {
-          report_.first_chunk.Record(SecondsBetween(call->scheduled, call->first_chunk));
+        if (call->record.first_chunk_seen) {
+          report_.first_chunk.Record(SecondsBetween(call->scheduled, call->record.first_chunk));
         }
-        report_.sentences += call->sentences;
-        report_.source_tokens += call->source_tokens;
-        report_.target_tokens += call->target_tokens;
+        report_.sentences += call->record.sentences;
+        report_.source_tokens += call->record.source_tokens;
+        report_.target_tokens += call->record.target_tokens;
       } else {
-        ++report_
-              .errors[absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()))];
+        ++report_.errors[absl::StatusCodeToString(status.code())];
       }
     }
     // Closed loop: the answer frees the slot for the next call.
@@ -282,8 +217,7 @@ class Runner {
   }
 
   const LoadOptions options_;
-  std::vector<std::unique_ptr<v1::Translator::Stub>> stubs_;
-  std::atomic<size_t> next_stub_{0};
+  RequestSender* sender_;
 
   Clock::time_point start_, window_start_, window_end_;
   std::atomic<bool> stopping_{false};
@@ -298,9 +232,10 @@ class Runner {
   Clock::time_point last_measured_answer_;
 
   // Calls in flight (for the drain), and answered calls waiting to be destroyed. A call's
-  // context is destroyed by Reap on this runner's own threads, never inside gRPC's completion
-  // of that call (destroying it there unreferences the call twice), and only after a full
-  // reaping period, by when gRPC has long returned from the callback.
+  // protocol state is destroyed by Reap on this runner's own threads, never inside the
+  // protocol's completion of that call (destroying a gRPC context there unreferences the call
+  // twice; an HTTP worker is still inside the call's Run), and only after a full reaping
+  // period, by when the sender has long returned from the callback.
   static constexpr Clock::duration kReapEvery = std::chrono::milliseconds(500);
   void Reap() {
     std::vector<std::shared_ptr<CallState>> dead;
@@ -323,9 +258,7 @@ class Runner {
 
 }  // namespace
 
-absl::StatusOr<LoadReport> RunLoad(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
-                                   const LoadOptions& options) {
-  if (channels.empty()) return absl::InvalidArgumentError("no channel to send on");
+absl::StatusOr<LoadReport> RunLoad(RequestSender& sender, const LoadOptions& options) {
   if (options.texts.empty()) return absl::InvalidArgumentError("the input has no sentences");
   if (options.sentences_per_request < 1) {
     return absl::InvalidArgumentError("sentences_per_request must be at least 1");
@@ -339,16 +272,21 @@ absl::StatusOr<LoadReport> RunLoad(const std::vector<std::shared_ptr<grpc::Chann
   if (options.duration <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("duration must be positive");
   }
-  const auto connect_by =
-      std::chrono::system_clock::now() + absl::ToChronoNanoseconds(options.connect_timeout);
-  for (const auto& channel : channels) {
-    if (!channel->WaitForConnected(connect_by)) {
-      return absl::UnavailableError(absl::StrCat("cannot connect to the server within ",
-                                                 absl::FormatDuration(options.connect_timeout)));
-    }
+  if (absl::Status reachable = sender.WaitUntilReachable(options.connect_timeout);
+      !reachable.ok()) {
+    return reachable;
   }
-  Runner runner(channels, options);
+  Runner runner(&sender, options);
   return runner.Run();
+}
+
+absl::StatusOr<LoadReport> RunLoad(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                                   const LoadOptions& options) {
+  if (channels.empty()) return absl::InvalidArgumentError("no channel to send on");
+  GrpcSender sender(
+      channels,
+      {.stream = options.stream, .auth_token = options.auth_token, .deadline = options.deadline});
+  return RunLoad(sender, options);
 }
 
 nlohmann::json ReportJson(const LoadReport& r) {

@@ -1,7 +1,7 @@
 // One load-test run against a transerve server: closed loop (a fixed number of calls in
 // flight) or open loop (Poisson arrivals at a fixed rate, latency measured from each call's
 // scheduled send time, so a slow server cannot hide its queue: no coordinated omission).
-// gRPC callback API: no thread per call; the caller's thread only schedules.
+// The calls go through a RequestSender (gRPC or HTTP); the caller's thread only schedules.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/loadgen/latency_histogram.h"
+#include "client/loadgen/request_sender.h"
 #include "transerve/v1/translator.pb.h"
 
 namespace transerve {
@@ -78,9 +79,13 @@ struct LoadReport {
   LatencyHistogram answer_any_status;
 };
 
-// Runs one load test over `channels` (calls go round-robin; several channels make several
-// connections). UNAVAILABLE when the server cannot be reached within connect_timeout;
-// INVALID_ARGUMENT for unusable options.
+// Runs one load test through `sender` (whatever protocol it speaks). UNAVAILABLE when the
+// server cannot be reached within connect_timeout; INVALID_ARGUMENT for unusable options.
+// `stream`, `auth_token` and `deadline` are the sender's to apply.
+absl::StatusOr<LoadReport> RunLoad(RequestSender& sender, const LoadOptions& options);
+
+// The same over gRPC `channels` (calls go round-robin; several channels make several
+// connections).
 absl::StatusOr<LoadReport> RunLoad(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
                                    const LoadOptions& options);
 

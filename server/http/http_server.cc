@@ -181,15 +181,21 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
   // JSON body saying why, like every other error.
   svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    std::string why = res.status == 404   ? absl::StrCat("no such route: ", req.method, " ",
-                                                         req.path.substr(0, 200))
-                      : res.status == 413 ? "the request body is over the server's limit"
-                                          : absl::StrCat("HTTP ", res.status);
+    std::string why =
+        res.status == 404
+            ? absl::StrCat("no such route: ", req.method, " ", req.path.substr(0, 200))
+        : res.status == 413 ? "the request body is over the server's limit"
+        : res.status == 400 ? "the request cannot be read as HTTP/1.1: malformed, or a POST "
+                              "without a Content-Length"
+                            : absl::StrCat("HTTP ", res.status);
     const grpc::StatusCode code = res.status == 404   ? grpc::StatusCode::NOT_FOUND
                                   : res.status == 413 ? grpc::StatusCode::RESOURCE_EXHAUSTED
                                                       : grpc::StatusCode::INVALID_ARGUMENT;
     const int status = res.status;
-    Write(ErrorReply(grpc::Status(code, why)), res);
+    // LibreTranslate's routes answer in its shape: {"error": "..."}.
+    const bool libretranslate = req.path == "/translate" || req.path == "/detect" ||
+                                req.path == "/languages" || req.path == "/frontend/settings";
+    Write(libretranslate ? LtErrorReply(status, why) : ErrorReply(grpc::Status(code, why)), res);
     res.status = status;
   });
   svr.set_exception_handler(

@@ -81,11 +81,12 @@ std::optional<HttpReply> CheckLimits(const LtTranslateArgs& a, const LtSettings&
   return std::nullopt;
 }
 
-// LibreTranslate's checks of the languages and the format, in its order.
+// LibreTranslate's checks of the languages and the format, in its order. `source` is the one
+// asked for or, with "auto", the one detected.
 std::optional<HttpReply> CheckLanguages(const LtTranslateArgs& a, const LtLanguageTable& table,
                                         const std::string& source, const std::string& target) {
-  const bool detect = a.source == "auto";
-  if (!detect && !table.AcceptsSource(source)) {
+  // LibreTranslate names the source as sent ("auto" too) when it lists no such language.
+  if (!table.AcceptsSource(source)) {
     return LtErrorReply(400, absl::StrCat(Shown(a.source), " is not supported"));
   }
   if (!table.Lists(target)) {
@@ -94,7 +95,7 @@ std::optional<HttpReply> CheckLanguages(const LtTranslateArgs& a, const LtLangua
   if (!a.format.empty() && a.format != "text" && a.format != "html") {
     return LtErrorReply(400, absl::StrCat(Shown(a.format), " format is not supported"));
   }
-  if (!detect && !table.Serves(source, target)) {
+  if (!table.Serves(source, target)) {
     return LtErrorReply(400, absl::StrCat(text::LanguageName(target), " (", target,
                                           ") is not available as a target language from ",
                                           text::LanguageName(source), " (", source, ")"));
@@ -106,7 +107,7 @@ v1::TranslateRequest BuildRequest(const LtTranslateArgs& a, const LtSettings& se
                                   const std::string& source, const std::string& target) {
   v1::TranslateRequest r;
   for (const std::string& text : a.q) r.add_texts(text);
-  r.set_source_language(a.source == "auto" ? "auto" : source);
+  r.set_source_language(source);
   r.set_target_language(target);
   if (a.format == "html") r.mutable_document()->set_format(v1::DocumentOptions::FORMAT_HTML);
   if (a.alternatives > 0) {
@@ -133,22 +134,9 @@ Json Alternatives(const v1::Translation& t) {
   return out;
 }
 
-Json DetectedLanguage(const v1::TranslateResponse& response, const v1::ListModelsResponse& models) {
-  if (!response.detected_language().empty()) {
-    return {{"confidence", Percent(response.detected_language_confidence())},
-            {"language", response.detected_language()}};
-  }
-  // Nothing detected: the language the model read, with no confidence.
-  std::string language = "en";
-  for (const v1::ModelInfo& m : models.models()) {
-    const std::string source = text::CanonicalLanguage(m.source_language());
-    if (m.name() == response.model() && !source.empty() && source != "mul") language = source;
-  }
-  return {{"confidence", 0.0}, {"language", language}};
-}
-
+// `detected`: {confidence, language} when the source was "auto".
 HttpReply TranslateReply(const LtTranslateArgs& a, const v1::TranslateResponse& response,
-                         const v1::ListModelsResponse& models) {
+                         const Json& detected) {
   if (static_cast<size_t>(response.translations_size()) != a.q.size()) {
     return LtErrorReply(500, absl::StrCat("Cannot translate text: the server answered ",
                                           response.translations_size(), " translations for ",
@@ -164,14 +152,13 @@ HttpReply TranslateReply(const LtTranslateArgs& a, const v1::TranslateResponse& 
     body["translatedText"] = std::move(texts);
     if (a.source == "auto") {
       body["detectedLanguage"] = Json::array();
-      const Json detected = DetectedLanguage(response, models);
       for (size_t i = 0; i < a.q.size(); ++i) body["detectedLanguage"].push_back(detected);
     }
     if (a.alternatives > 0) body["alternatives"] = std::move(alternatives);
   } else {
     const v1::Translation& t = response.translations(0);
     body["translatedText"] = t.text();
-    if (a.source == "auto") body["detectedLanguage"] = DetectedLanguage(response, models);
+    if (a.source == "auto") body["detectedLanguage"] = detected;
     if (a.alternatives > 0) body["alternatives"] = Alternatives(t);
   }
   return JsonReply(200, body);
@@ -212,6 +199,21 @@ Json MergedDetections(const std::vector<std::vector<text::DetectedLanguage>>& pe
   // LibreTranslate's answer when nothing was detected.
   if (out.empty()) out.push_back({{"confidence", 0.0}, {"language", "en"}});
   return out;
+}
+
+// LibreTranslate's detect_languages(): each text's detections among the languages the server
+// lists (any language when a model reads any), merged.
+Json DetectAmongListed(const LtLanguageTable& table, const std::vector<std::string>& texts,
+                       bool is_html) {
+  const bool any = table.ReadsAnyLanguage();
+  std::vector<std::string> candidates;
+  for (const LtLanguage& l : table.list()) candidates.push_back(l.code);
+  std::vector<std::vector<text::DetectedLanguage>> per_text;
+  for (const std::string& q : texts) {
+    per_text.push_back(any ? text::DetectLanguages(q, is_html)
+                           : text::DetectLanguagesAmong(q, candidates, is_html));
+  }
+  return MergedDetections(per_text, texts);
 }
 
 }  // namespace
@@ -258,14 +260,24 @@ HttpReply LtTranslate(const HttpInput& input, TranslatorBackend& backend,
   if (const auto* e = std::get_if<LtError>(&parsed)) return LtErrorReply(e->status, e->message);
   const LtTranslateArgs& a = std::get<LtTranslateArgs>(parsed);
   if (auto reply = CheckLimits(a, settings)) return *reply;
-  const std::string source = text::CanonicalLanguage(a.source);
+  const LtLanguageTable table(served);
+  // "auto": detected here as LibreTranslate does (among the listed languages, all texts merged,
+  // "en" with confidence 0 when nothing is found), then translated from the best one.
+  Json detected;
+  std::string source;
+  if (a.source == "auto") {
+    detected = DetectAmongListed(table, a.q, a.format == "html").front();
+    source = detected["language"].get<std::string>();
+  } else {
+    source = text::CanonicalLanguage(a.source);
+  }
   const std::string target = text::CanonicalLanguage(a.target);
-  if (auto reply = CheckLanguages(a, LtLanguageTable(served), source, target)) return *reply;
+  if (auto reply = CheckLanguages(a, table, source, target)) return *reply;
   v1::TranslateResponse response;
   const grpc::Status s =
       backend.Translate(BuildRequest(a, settings, source, target), options, &response);
   if (!s.ok()) return LtBackendError(s, !options.bearer_token.empty());
-  return TranslateReply(a, response, served);
+  return TranslateReply(a, response, detected);
 }
 
 HttpReply LtDetect(const HttpInput& input, TranslatorBackend& backend) {
@@ -277,14 +289,9 @@ HttpReply LtDetect(const HttpInput& input, TranslatorBackend& backend) {
   if (const auto* e = std::get_if<LtError>(&parsed)) return LtErrorReply(e->status, e->message);
   const LtDetectArgs& a = std::get<LtDetectArgs>(parsed);
   const LtLanguageTable table(std::get<v1::ListModelsResponse>(models));
-  // LibreTranslate detects only among the languages it has models for.
-  const bool any = table.ReadsAnyLanguage();
-  const std::vector<std::string> candidates = table.Sources();
-  std::vector<std::vector<text::DetectedLanguage>> per_text;
-  for (const std::string& q : a.q) {
-    per_text.push_back(any ? text::DetectLanguages(q) : text::DetectLanguagesAmong(q, candidates));
-  }
-  return JsonReply(200, MergedDetections(per_text, a.q));
+  // Among the languages it lists, as LibreTranslate (argos' installed languages: those its
+  // models read and those they write), libretranslate/language.py detect_languages().
+  return JsonReply(200, DetectAmongListed(table, a.q, false));
 }
 
 HttpReply LtLanguages(const HttpInput& input, TranslatorBackend& backend) {

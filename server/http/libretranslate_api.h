@@ -21,10 +21,11 @@
 //   "improvements" and its HTML unescaping): transerve's document pipeline restores layout,
 //   markup and protected spans itself.
 // - format "html" has alternatives as well (LibreTranslate: always []).
-// - With source "auto" the server detects the language of all texts together (LibreTranslate
-//   averages per-text detections), so an array q gets the same detectedLanguage for every text,
-//   as LibreTranslate's does. When nothing is detected the model's source language (else "en")
-//   is reported with confidence 0, as LibreTranslate reports "en".
+// - With source "auto" the language is detected here as LibreTranslate does it (among the
+//   languages /languages lists, each text's detections merged, "en" with confidence 0 when
+//   nothing is found), and the texts are then translated from the best one; an array q gets
+//   that one detectedLanguage for every text, as LibreTranslate's does. The detector is
+//   transerve's (CLD2), not LibreTranslate's, so confidences differ.
 // - The server's own limits (texts per request, characters per text, beam size) apply on top
 //   of LtSettings' and are reported as 400 with the server's wording; a full queue is 429
 //   ("Slowdown: ..."), loading or draining 503, a passed deadline 504, a client gone 499.
@@ -60,7 +61,7 @@ struct LtSettings {
 HttpReply LtTranslate(const HttpInput& input, TranslatorBackend& backend,
                       const LtSettings& settings = {});
 // POST /detect: [{"confidence": 0..100, "language": code}, ...], best first, among the languages
-// the server translates from.
+// GET /languages lists (as LibreTranslate: a language a model only writes is one too).
 HttpReply LtDetect(const HttpInput& input, TranslatorBackend& backend);
 // GET /languages: [{"code", "name", "targets": [...]}, ...].
 HttpReply LtLanguages(const HttpInput& input, TranslatorBackend& backend);

@@ -62,14 +62,6 @@ bool LtLanguageTable::Serves(std::string_view source, std::string_view target) c
   });
 }
 
-std::vector<std::string> LtLanguageTable::Sources() const {
-  std::vector<std::string> sources;
-  for (const Model& m : models_) {
-    if (m.source != "mul" && !Contains(sources, m.source)) sources.push_back(m.source);
-  }
-  return sources;
-}
-
 bool LtLanguageTable::ReadsAnyLanguage() const {
   return std::any_of(models_.begin(), models_.end(),
                      [](const Model& m) { return m.source == "mul"; });

@@ -29,8 +29,6 @@ class LtLanguageTable {
   bool AcceptsSource(std::string_view code) const;
   // Whether some model translates `source` into `target` (canonical codes).
   bool Serves(std::string_view source, std::string_view target) const;
-  // The source languages of the models ("mul" left out), for a detector to choose among.
-  std::vector<std::string> Sources() const;
   // Whether some model reads "mul": then a detector need not be restricted.
   bool ReadsAnyLanguage() const;
   // The default model's first target ("" when there is none).

@@ -248,5 +248,23 @@ TEST(LoadgenBinary, DeadTargetExitsNonZeroWithTheReason) {
   EXPECT_NE(output.find("cannot connect"), std::string::npos) << output;
 }
 
+TEST(LoadgenBinary, UnusableProtocolFlagsExitWithTheReason) {
+  const std::string input = WriteInput({"a"});
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--protocol=ftp", "--protocol: grpc or http"},
+      {"--protocol=http --http_api=soap", "unknown HTTP API 'soap'"},
+      {"--protocol=http --http_api=libretranslate --stream", "--stream is the v1 API's"},
+      {"--protocol=http --http_target=nohost", "is not HOST:PORT"},
+      {"--protocol=http --tls", "--tls is gRPC's"}};
+  for (const auto& [flags, reason] : cases) {
+    std::string output;
+    const int rc = RunCommand(
+        absl::StrCat(Loadgen(), " --input=", input, " --concurrency=1 --duration=1 ", flags),
+        &output);
+    EXPECT_EQ(rc, 1) << flags;
+    EXPECT_NE(output.find(reason), std::string::npos) << flags << ": " << output;
+  }
+}
+
 }  // namespace
 }  // namespace transerve

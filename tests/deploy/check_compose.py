@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "docker-compose.yml"
 REPLICAS = ("transerve-a", "transerve-b")
-GRPC_PORT, METRICS_PORT = "50051", "9464"
+GRPC_PORT, METRICS_PORT, HTTP_PORT = "50051", "9464", "5000"
 SHUTDOWN_MARGIN_S = 5
 
 
@@ -80,9 +80,12 @@ def check_compose(config, files, flags):
             problems.append(f"{name}: stop_grace_period {grace:g}s < drain {drain:g}s + "
                             f"{SHUTDOWN_MARGIN_S}s: Docker would kill it mid-drain")
         exposed = {str(p) for p in svc.get("expose", [])}
-        if not {GRPC_PORT, METRICS_PORT} <= exposed:
-            problems.append(f"{name}: exposes {sorted(exposed)}, not {GRPC_PORT} and "
-                            f"{METRICS_PORT}")
+        if not {GRPC_PORT, METRICS_PORT, HTTP_PORT} <= exposed:
+            problems.append(f"{name}: exposes {sorted(exposed)}, not {GRPC_PORT}, "
+                            f"{METRICS_PORT} and {HTTP_PORT}")
+        if str(env.get("TRANSERVE_HTTP_PORT", HTTP_PORT)) != HTTP_PORT:
+            problems.append(f"{name}: TRANSERVE_HTTP_PORT is {env['TRANSERVE_HTTP_PORT']}, "
+                            f"not the exposed {HTTP_PORT}")
         if svc.get("build", {}).get("target") not in ("runtime", "runtime-cuda"):
             problems.append(f"{name}: builds no runtime stage of the Dockerfile")
     gpu = services["transerve-gpu"]
@@ -104,13 +107,20 @@ def check_compose(config, files, flags):
     for var in sorted(set(re.findall(r"\$\{(\w+)\}", template))):
         if var not in env:
             problems.append(f"nginx: the template uses ${{{var}}}, which is not set")
-    upstreams = sorted(v for k, v in env.items() if k.startswith("TRANSERVE_UPSTREAM_"))
-    want = sorted(f"{r}:{GRPC_PORT}" for r in REPLICAS)
-    if upstreams != want:
-        problems.append(f"nginx: upstreams {upstreams}, want {want}")
+    for prefix, port in (("TRANSERVE_UPSTREAM_", GRPC_PORT), ("TRANSERVE_HTTP_UPSTREAM_", HTTP_PORT)):
+        upstreams = sorted(v for k, v in env.items() if k.startswith(prefix))
+        want = sorted(f"{r}:{port}" for r in REPLICAS)
+        if upstreams != want:
+            problems.append(f"nginx: {prefix}* upstreams {upstreams}, want {want}")
     published = [str(p.get("target")) for p in nginx.get("ports", [])]
-    if str(env.get("NGINX_LISTEN")) not in published:
-        problems.append(f"nginx: listens on {env.get('NGINX_LISTEN')}, publishes {published}")
+    for listen in ("NGINX_LISTEN", "NGINX_HTTP_LISTEN"):
+        if str(env.get(listen)) not in published:
+            problems.append(f"nginx: {listen} is {env.get(listen)}, it publishes {published}")
+    # The image renders only the variables its filter names.
+    pattern = str(env.get("NGINX_ENVSUBST_FILTER", "")).replace("$$", "$")
+    for var in sorted(set(re.findall(r"\$\{(\w+)\}", template))):
+        if not pattern or not re.search(pattern, var):
+            problems.append(f"nginx: NGINX_ENVSUBST_FILTER leaves ${{{var}}} unrendered")
     depends = nginx.get("depends_on") or {}
     if not isinstance(depends, dict):  # the short form waits for nothing
         depends = {}
@@ -155,8 +165,10 @@ def check_dockerfile(text, ignore, files):
             problems.append(f"Dockerfile: {name} does not run as a non-root user id")
         if not re.search(r"^HEALTHCHECK .*\n?.*--health", stage_text, flags=re.M):
             problems.append(f"Dockerfile: {name} has no HEALTHCHECK through --health")
-        if not re.search(rf"^EXPOSE\s+{GRPC_PORT}\s+{METRICS_PORT}\b", stage_text, flags=re.M):
-            problems.append(f"Dockerfile: {name} does not expose {GRPC_PORT} and {METRICS_PORT}")
+        exposed = set(" ".join(re.findall(r"^EXPOSE\s+(.*)$", stage_text, flags=re.M)).split())
+        if not {GRPC_PORT, METRICS_PORT, HTTP_PORT} <= exposed:
+            problems.append(f"Dockerfile: {name} does not expose {GRPC_PORT}, {METRICS_PORT} "
+                            f"and {HTTP_PORT}")
     for pattern in ("models", "deploy", "scripts", "server", "model", "client", "proto"):
         if pattern in ignore:
             problems.append(f".dockerignore excludes {pattern}/, which the build needs")
@@ -191,6 +203,14 @@ def self_test(config, dockerfile, ignore, files, flags):
             lambda s: s["transerve-b"].update(stop_grace_period="10s")),
         "upstream port": broken_compose(
             lambda s: s["nginx"]["environment"].update(TRANSERVE_UPSTREAM_2="transerve-b:9464")),
+        "http upstream port": broken_compose(
+            lambda s: s["nginx"]["environment"].update(TRANSERVE_HTTP_UPSTREAM_1="transerve-a:50051")),
+        "http port not exposed": broken_compose(
+            lambda s: s["transerve-a"].update(expose=[GRPC_PORT, METRICS_PORT])),
+        "http listen unpublished": broken_compose(
+            lambda s: s["nginx"]["environment"].update(NGINX_HTTP_LISTEN="9999")),
+        "envsubst filter": broken_compose(
+            lambda s: s["nginx"]["environment"].update(NGINX_ENVSUBST_FILTER="^(NGINX_LISTEN)$")),
         "template var unset": broken_compose(
             lambda s: s["nginx"]["environment"].pop("NGINX_LISTEN")),
         "missing mount": broken_compose(
@@ -198,6 +218,7 @@ def self_test(config, dockerfile, ignore, files, flags):
         "gpu without device": broken_compose(lambda s: s["transerve-gpu"].pop("deploy")),
         "no health wait": broken_compose(lambda s: s["nginx"].update(depends_on={})),
         "root user": broken_dockerfile("USER 10001:10001", "USER root"),
+        "http not exposed": broken_dockerfile("EXPOSE 50051 9464 5000", "EXPOSE 50051 9464"),
         "no healthcheck": broken_dockerfile("--health --timeout", "--list_models --timeout"),
         "missing COPY": broken_dockerfile("COPY deploy/docker/install-runtime.sh",
                                           "COPY deploy/docker/nope.sh"),

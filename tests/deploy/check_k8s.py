@@ -134,7 +134,8 @@ class Checker:
                     "TRANSERVE_" + f.upper() for f in self.flags}:
                 self.err(w, f"env {name} names no flag of {SERVER_MAIN.relative_to(ROOT)}")
         ports = {p.get("name"): p.get("containerPort") for p in c.get("ports") or []}
-        for port_name, flag in (("grpc", "port"), ("metrics", "metrics_port")):
+        for port_name, flag in (("grpc", "port"), ("metrics", "metrics_port"),
+                                ("http", "http_port")):
             want = env.get(f"TRANSERVE_{flag.upper()}") or self.flags.get(flag, "")
             want = int(want) if want.isdigit() else want
             if ports.get(port_name) != want:
@@ -145,6 +146,11 @@ class Checker:
             p = c.get(probe)
             if not isinstance(p, dict):
                 self.err(w, f"no {probe}")
+            elif probe == "readinessProbe":
+                # GET /readyz on the HTTP port: gRPC health's SERVING, seen through HTTP.
+                get = p.get("httpGet") or {}
+                if get.get("path") != "/readyz" or get.get("port") not in ("http", ports.get("http")):
+                    self.err(w, f"{probe} is not GET /readyz on the http port {ports.get('http')}")
             elif (p.get("grpc") or {}).get("port") != ports.get("grpc"):
                 self.err(w, f"{probe} is not a grpc probe on the grpc port {ports.get('grpc')}")
 
@@ -247,13 +253,22 @@ class Checker:
             self.err(w, f"port {port} is not a port of Service {name!r}")
 
     def check_ingress(self, w, d):
+        # The backend protocol follows the Service port: GRPC to grpc, HTTP to http.
         ann = (d.get("metadata") or {}).get("annotations") or {}
-        if ann.get("nginx.ingress.kubernetes.io/backend-protocol") != "GRPC":
-            self.err(w, 'annotation nginx.ingress.kubernetes.io/backend-protocol is not "GRPC"')
+        protocol = ann.get("nginx.ingress.kubernetes.io/backend-protocol", "HTTP")
         for rule in (d.get("spec") or {}).get("rules") or []:
             for path in ((rule.get("http") or {}).get("paths")) or []:
                 svc = (path.get("backend") or {}).get("service") or {}
-                self.service_port(w, svc.get("name"), svc.get("port") or {})
+                port = svc.get("port") or {}
+                self.service_port(w, svc.get("name"), port)
+                want = {"grpc": "GRPC", 50051: "GRPC", "http": "HTTP", 5000: "HTTP"}.get(
+                    port.get("name", port.get("number")))
+                if want and protocol != want:
+                    self.err(w, f"annotation nginx.ingress.kubernetes.io/backend-protocol is "
+                                f"{protocol!r}, not \"{want}\" for port {port}")
+                if want == "HTTP" and ann.get("nginx.ingress.kubernetes.io/proxy-buffering") != "off":
+                    self.err(w, "HTTP ingress buffers answers: server-sent events would stall "
+                                "(proxy-buffering: \"off\")")
 
     def check_hpa(self, w, d):
         if d.get("apiVersion") != "autoscaling/v2":

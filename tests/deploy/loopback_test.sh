@@ -5,7 +5,11 @@
 # (its file-discovered targets pointed at the replicas). Then, through nginx:
 #   1. transerve-loadgen for a few seconds: no errors, both replicas served calls, Prometheus has
 #      both targets up and its request counters sum to exactly what the loadgen sent;
-#   2. transerve-loadgen again while one replica gets SIGTERM: it exits 0 after draining, no
+#   2. the HTTP front end through nginx's HTTP port: POST /v1/translate, POST /translate
+#      (LibreTranslate's), the server-sent events of /v1/translate/stream and GET /readyz answer
+#      with translations, and transerve-loadgen --protocol=http spreads its calls over both
+#      replicas with no errors;
+#   3. transerve-loadgen again while one replica gets SIGTERM: it exits 0 after draining, no
 #      call is lost (every one OK: refused connections are retried on the other replica by
 #      nginx), the survivor keeps answering, and Prometheus sees the stopped target down.
 # Usage: loopback_test.sh BIN_DIR SOURCE_DIR
@@ -76,18 +80,24 @@ start_replica b
 wait_serving "$work/a.log" "$pid_a"
 port_a="$SERVING_PORT"
 metrics_a="$SERVING_METRICS_PORT"
+http_a="$SERVING_HTTP_PORT"
 wait_serving "$work/b.log" "$pid_b"
 port_b="$SERVING_PORT"
 metrics_b="$SERVING_METRICS_PORT"
-say "replicas: a on $port_a (metrics $metrics_a), b on $port_b (metrics $metrics_b)"
+http_b="$SERVING_HTTP_PORT"
+say "replicas: a on $port_a (metrics $metrics_a, http $http_a)," \
+  "b on $port_b (metrics $metrics_b, http $http_b)"
 
 # --- nginx with the compose file's template -----------------------------------------------------
 lb_port="$(free_port)"
+lb_http_port="$(free_port)"
 mkdir -p "$work/nginx/conf.d" "$work/nginx/tmp"
 chmod 1777 "$work/nginx/tmp"
 NGINX_LISTEN="127.0.0.1:$lb_port" TRANSERVE_UPSTREAM_1="127.0.0.1:$port_a" \
-  TRANSERVE_UPSTREAM_2="127.0.0.1:$port_b" \
-  envsubst '${NGINX_LISTEN} ${TRANSERVE_UPSTREAM_1} ${TRANSERVE_UPSTREAM_2}' \
+  TRANSERVE_UPSTREAM_2="127.0.0.1:$port_b" NGINX_HTTP_LISTEN="127.0.0.1:$lb_http_port" \
+  TRANSERVE_HTTP_UPSTREAM_1="127.0.0.1:$http_a" TRANSERVE_HTTP_UPSTREAM_2="127.0.0.1:$http_b" \
+  envsubst '${NGINX_LISTEN} ${TRANSERVE_UPSTREAM_1} ${TRANSERVE_UPSTREAM_2} ${NGINX_HTTP_LISTEN}
+            ${TRANSERVE_HTTP_UPSTREAM_1} ${TRANSERVE_HTTP_UPSTREAM_2}' \
   < "$src/deploy/nginx/templates/transerve.conf.template" > "$work/nginx/conf.d/transerve.conf"
 # The image's own nginx.conf, reduced to what a non-root process in a temporary directory needs;
 # the access log records which upstream(s) each call went to.
@@ -120,7 +130,8 @@ for _ in $(seq 1 100); do
 done
 [ "$("$bin/transerve-client" --target="$lb" --health --timeout=5)" = SERVING ] \
   || fail "health through nginx"
-say "nginx on $lb"
+lb_http="127.0.0.1:$lb_http_port"
+say "nginx on $lb (gRPC), $lb_http (HTTP)"
 
 # --- prometheus with the compose file's configuration -------------------------------------------
 prom_port="$(free_port)"
@@ -180,7 +191,54 @@ await_promql 'sum by (replica) (transerve_requests_total{job="transerve",method=
   "a=$a1 b=$b1 " 30
 say "prometheus counters match the loadgen: $sent1 = $a1 + $b1"
 
-# --- 2: stop replica b mid-run ------------------------------------------------------------------
+# --- 2: the HTTP front end through nginx ---------------------------------------------------------
+# http_post PATH BODY: the answer's body; fails the test unless nginx answers 200.
+http_post() {
+  curl -sS -f -X POST "http://$lb_http$1" -H 'Content-Type: application/json' -d "$2" \
+    || fail "POST $1 through nginx"
+}
+v1="$(http_post /v1/translate '{"texts": ["The house is small.", "Good morning."]}')"
+$py -c 'import json, sys
+t = [x.get("text", "") for x in json.loads(sys.argv[1])["translations"]]
+sys.exit(0 if len(t) == 2 and all(t) else 1)' "$v1" || fail "/v1/translate through nginx: $v1"
+libre="$(http_post /translate '{"q": "The house is small.", "source": "en", "target": "de"}')"
+$py -c 'import json, sys
+sys.exit(0 if json.loads(sys.argv[1]).get("translatedText") else 1)' "$libre" \
+  || fail "/translate through nginx: $libre"
+# Server-sent events pass through unbuffered and whole: messages, then the end event.
+curl -sS -f -N -X POST "http://$lb_http/v1/translate/stream" -H 'Content-Type: application/json' \
+  -d '{"texts": ["We walk through the old city tonight."]}' > "$work/stream.txt" \
+  || fail "POST /v1/translate/stream through nginx"
+grep -q '^data: {.*"done":true' "$work/stream.txt" && grep -q '^event: done$' "$work/stream.txt" \
+  || fail "/v1/translate/stream through nginx: $(head -c 600 "$work/stream.txt")"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://$lb_http/readyz")" = 200 ] \
+  || fail "GET /readyz through nginx"
+say "HTTP through nginx: /v1/translate '$($py -c 'import json, sys
+print(json.loads(sys.argv[1])["translations"][0]["text"])' "$v1")', /translate '$($py -c \
+  'import json, sys; print(json.loads(sys.argv[1])["translatedText"])' "$libre")', SSE, /readyz"
+# http_requests_total METRICS_PORT: the replica's Translate calls that came in over HTTP.
+http_requests_total() {
+  curl -sf "http://127.0.0.1:$1/metrics" | awk '/^transerve_requests_total\{/ &&
+    /method="Translate"/ && /protocol="http"/ { n += $NF } END { print n + 0 }'
+}
+ha0="$(http_requests_total "$metrics_a")"
+hb0="$(http_requests_total "$metrics_b")"
+for api in v1 libretranslate; do
+  "$bin/transerve-loadgen" --protocol=http --http_api=$api --http_target="$lb_http" \
+    --input="$input" --order=random --concurrency=4 --duration=2 --warmup=0 \
+    --json="$work/http_$api.json" >"$work/loadgen_http_$api.log" 2>&1 || fail "loadgen over HTTP ($api)"
+  ok="$(json_field "$work/http_$api.json" 'j["ok"]')"
+  sent="$(json_field "$work/http_$api.json" 'j["sent"]')"
+  [ "$ok" -gt 0 ] && [ "$ok" = "$sent" ] \
+    || fail "loadgen over HTTP ($api): $ok OK of $sent: $(json_field "$work/http_$api.json" 'j["errors"]')"
+  say "loadgen --protocol=http --http_api=$api through nginx: $ok calls, all OK"
+done
+ha="$(( $(http_requests_total "$metrics_a") - ha0 ))"
+hb="$(( $(http_requests_total "$metrics_b") - hb0 ))"
+[ "$ha" -gt 0 ] && [ "$hb" -gt 0 ] || fail "nginx sent HTTP calls to a: $ha, b: $hb (not both)"
+say "nginx spread the HTTP calls: a answered $ha, b $hb"
+
+# --- 3: stop replica b mid-run ------------------------------------------------------------------
 "$bin/transerve-loadgen" --target="$lb" --input="$input" --order=random --concurrency=8 \
   --connections=2 --duration=10 --warmup=0 --max_length=16 --deadline=30 \
   --json="$work/phase2.json" >"$work/loadgen2.log" 2>&1 &
@@ -191,7 +249,7 @@ stop_server "$pid_b" "replica b"
 grep -q "stopped" "$work/b.log" || fail "replica b did not log its drain"
 a_at_stop="$(requests_total "$metrics_a")"
 say "replica b drained and exited 0"
-wait "$loadgen_pid" || fail "loadgen (phase 2)"
+wait "$loadgen_pid" || fail "loadgen (phase 3)"
 sent2="$(json_field "$work/phase2.json" 'j["ok"] + sum(j["errors"].values())')"
 ok2="$(json_field "$work/phase2.json" 'j["ok"]')"
 a2="$(requests_total "$metrics_a")"
@@ -211,10 +269,10 @@ failed_by() {
 }
 cancelled_by_b="$(failed_by "127.0.0.1:$port_b")"
 failed_by_a="$(failed_by "127.0.0.1:$port_a")"
-say "phase 2: $sent2 calls, $ok2 OK, errors $(json_field "$work/phase2.json" 'j["errors"]');" \
+say "phase 3: $sent2 calls, $ok2 OK, errors $(json_field "$work/phase2.json" 'j["errors"]');" \
   "nginx retried $retried on the other replica; b's shutdown answered $cancelled_by_b;" \
   "a answered $((a2 - a_at_stop)) after b stopped"
-[ "$ok2" -gt 0 ] || fail "phase 2: nothing succeeded"
+[ "$ok2" -gt 0 ] || fail "phase 3: nothing succeeded"
 [ "$not_answered" = 0 ] || fail "nginx could not deliver $not_answered calls (lost, not retried)"
 [ "$failed_by_a" = 0 ] || fail "replica a failed $failed_by_a calls"
 [ $((sent2 - ok2)) = "$cancelled_by_b" ] \

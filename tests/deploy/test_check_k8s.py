@@ -124,8 +124,25 @@ class CheckK8sTest(unittest.TestCase):
         self.assert_rejected("request and a limit for memory")
 
     def test_probe_wrong_port(self):
-        self.container()["readinessProbe"]["grpc"]["port"] = 9464
-        self.assert_rejected("readinessProbe is not a grpc probe")
+        self.container()["livenessProbe"]["grpc"]["port"] = 9464
+        self.assert_rejected("livenessProbe is not a grpc probe")
+
+    def test_readiness_not_readyz_on_http(self):
+        self.container()["readinessProbe"]["httpGet"]["port"] = "metrics"
+        self.assert_rejected("readinessProbe is not GET /readyz on the http port")
+        self.container("deployment-gpu.yaml")["readinessProbe"] = {"grpc": {"port": 50051}}
+        self.assert_rejected("deployment-gpu.yaml Deployment/transerve: readinessProbe is not")
+
+    def test_http_container_port_differs_from_flag(self):
+        self.env("TRANSERVE_HTTP_PORT")["value"] = "5001"
+        self.assert_rejected("but the server listens on 5001 (--http_port)")
+
+    def test_http_ingress_speaks_http_unbuffered(self):
+        ann = self.doc("ingress-http.yaml")["metadata"]["annotations"]
+        ann["nginx.ingress.kubernetes.io/backend-protocol"] = "GRPC"
+        del ann["nginx.ingress.kubernetes.io/proxy-buffering"]
+        self.assert_rejected("is 'GRPC', not \"HTTP\"")
+        self.assert_rejected("HTTP ingress buffers answers")
 
     def test_probe_not_grpc(self):
         self.container()["livenessProbe"] = {"httpGet": {"port": 9464, "path": "/metrics"}}
@@ -152,7 +169,7 @@ class CheckK8sTest(unittest.TestCase):
 
     def test_ingress_backend_port(self):
         backend = self.doc("ingress.yaml")["spec"]["rules"][0]["http"]["paths"][0]["backend"]
-        backend["service"]["port"] = {"name": "http"}
+        backend["service"]["port"] = {"name": "gprc"}
         self.assert_rejected("is not a port of Service 'transerve'")
 
     def test_ingress_protocol(self):

@@ -67,8 +67,6 @@ class FakeBackend : public TranslatorBackend {
         }
       }
     }
-    response->set_detected_language(detected_language);
-    response->set_detected_language_confidence(detected_confidence);
     return grpc::Status::OK;
   }
   std::unique_ptr<Stream> OpenStream(const v1::TranslateRequest&, const CallOptions&) override {
@@ -86,8 +84,6 @@ class FakeBackend : public TranslatorBackend {
   v1::ListModelsResponse models;
   grpc::Status list_status = grpc::Status::OK;
   grpc::Status translate_status = grpc::Status::OK;
-  std::string detected_language;
-  float detected_confidence = 0;
   int extra_translations = 0;
   std::string answer_model = "opus-mt-en-de";
   bool key_required = false;
@@ -265,32 +261,61 @@ TEST(ParseLtInteger, ReadsWhatPythonIntReads) {
   EXPECT_EQ(ParseLtInteger("-"), std::nullopt);
 }
 
-TEST_F(LtApiTest, AutoSourcePassesAsAutoAndReportsTheDetectedLanguage) {
-  TRACE_SEED();
-  backend_.detected_language = "de";
-  backend_.detected_confidence = static_cast<float>(Between(10, 99)) / 100.0f;
-  const double percent = std::round(backend_.detected_confidence * 100.0);
-  const std::string q = Text();
-  HttpReply r = LtTranslate(JsonInput({{"q", q}, {"source", "auto"}, {"target", "en"}}), backend_);
+const char kGerman[] =
+    "Der schnelle braune Fuchs springt über den faulen Hund, und die Katze schläft den ganzen Tag "
+    "auf dem warmen Sofa im Wohnzimmer.";
+const char kGerman2[] =
+    "Morgen fahren wir mit dem Zug in die Berge und wandern bis zum See, wenn das Wetter gut "
+    "bleibt.";
+
+TEST_F(LtApiTest, AutoDetectsAmongTheListedLanguagesAndTranslatesFromTheBest) {
+  HttpReply r =
+      LtTranslate(JsonInput({{"q", kGerman}, {"source", "auto"}, {"target", "en"}}), backend_);
   ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(backend_.requests.back().source_language(), "auto");
-  const Json detected = {{"confidence", percent}, {"language", "de"}};
-  EXPECT_EQ(Body(r), Json({{"translatedText", FakeBackend::Translated("en", q)},
-                           {"detectedLanguage", detected}}));
-  // An array q: one detectedLanguage per text.
-  const auto texts = Texts();
-  r = LtTranslate(JsonInput({{"q", texts}, {"source", "auto"}, {"target", "en"}}), backend_);
+  EXPECT_EQ(backend_.requests.back().source_language(), "de");
+  Json body = Body(r);
+  EXPECT_EQ(body["translatedText"], FakeBackend::Translated("en", kGerman));
+  const Json detected = body["detectedLanguage"];
+  EXPECT_EQ(detected["language"], "de") << body.dump();
+  EXPECT_GT(detected["confidence"].get<double>(), 0.0) << body.dump();
+  EXPECT_LE(detected["confidence"].get<double>(), 100.0) << body.dump();
+  // /detect's best answer for the same text.
+  HttpInput detect = JsonInput({{"q", kGerman}});
+  detect.path = "/detect";
+  EXPECT_EQ(Body(LtDetect(detect, backend_))[0], detected);
+  // An array q: the texts' detections merged, one detectedLanguage per text.
+  r = LtTranslate(JsonInput({{"q", {kGerman, kGerman2}}, {"source", "auto"}, {"target", "en"}}),
+                  backend_);
   ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(Body(r)["detectedLanguage"], Json(std::vector<Json>(texts.size(), detected)));
+  EXPECT_EQ(backend_.requests.back().source_language(), "de");
+  body = Body(r);
+  ASSERT_EQ(body["detectedLanguage"].size(), 2u) << body.dump();
+  EXPECT_EQ(body["detectedLanguage"][0], body["detectedLanguage"][1]);
+  EXPECT_EQ(body["detectedLanguage"][0]["language"], "de");
 }
 
-TEST_F(LtApiTest, AutoWithNothingDetectedReportsTheModelsSourceWithNoConfidence) {
+TEST_F(LtApiTest, AutoWithNothingDetectedTranslatesFromEnglishWithNoConfidence) {
   TRACE_SEED();
-  backend_.answer_model = "opus-mt-de-en";
-  const HttpReply r =
-      LtTranslate(JsonInput({{"q", Text()}, {"source", "auto"}, {"target", "en"}}), backend_);
+  const std::string q = std::to_string(Between(1, 1 << 30)) + " ... 42";
+  HttpReply r = LtTranslate(JsonInput({{"q", q}, {"source", "auto"}, {"target", "de"}}), backend_);
   ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(Body(r)["detectedLanguage"], Json({{"confidence", 0.0}, {"language", "de"}}));
+  EXPECT_EQ(backend_.requests.back().source_language(), "en");
+  EXPECT_EQ(Body(r)["detectedLanguage"], Json({{"confidence", 0.0}, {"language", "en"}}));
+  // A server that lists no English: LibreTranslate names the source as sent.
+  backend_.models.Clear();
+  *backend_.models.add_models() = Model("opus-mt-de-fr", "de", "fr");
+  const size_t calls = backend_.requests.size();
+  ExpectError(LtTranslate(JsonInput({{"q", q}, {"source", "auto"}, {"target", "fr"}}), backend_),
+              400, "auto is not supported");
+  EXPECT_EQ(backend_.requests.size(), calls);
+}
+
+TEST_F(LtApiTest, AutoDetectingALanguageWithoutAModelIntoTheTargetIs400) {
+  const size_t calls = backend_.requests.size();
+  ExpectError(
+      LtTranslate(JsonInput({{"q", kGerman}, {"source", "auto"}, {"target", "fr"}}), backend_), 400,
+      "French (fr) is not available as a target language from German (de)");
+  EXPECT_EQ(backend_.requests.size(), calls);
 }
 
 TEST_F(LtApiTest, AlternativesAskForHypothesesAndComeBackFiltered) {
@@ -676,7 +701,7 @@ TEST_F(LtApiTest, InvalidUtf8GoesToTheBackendAndComesBackAsValidJson) {
   EXPECT_TRUE(Body(e)["error"].is_string());
 }
 
-TEST_F(LtApiTest, DetectAnswersLanguagesAmongTheServedSources) {
+TEST_F(LtApiTest, DetectAnswersLanguagesAmongTheListedOnes) {
   const std::string german =
       "Der schnelle braune Fuchs springt über den faulen Hund, und die Katze schläft den ganzen "
       "Tag auf dem warmen Sofa im Wohnzimmer.";
@@ -689,6 +714,12 @@ TEST_F(LtApiTest, DetectAnswersLanguagesAmongTheServedSources) {
   EXPECT_EQ(body[0]["language"], "de");
   EXPECT_GT(body[0]["confidence"].get<double>(), 50.0);
   EXPECT_LE(body[0]["confidence"].get<double>(), 100.0);
+  // German is listed when a model only writes it, and LibreTranslate detects it then too.
+  backend_.models.Clear();
+  *backend_.models.add_models() = Model("opus-mt-en-de", "en", "de");
+  body = Body(LtDetect(in, backend_));
+  ASSERT_TRUE(body.is_array() && !body.empty()) << body.dump();
+  EXPECT_EQ(body[0]["language"], "de") << body.dump();
   // A server without German models does not answer German.
   backend_.models.Clear();
   *backend_.models.add_models() = Model("opus-mt-en-fr", "en", "fr");
