@@ -170,6 +170,20 @@ class PageTest:
     def random_sentences(self, low, high):
         return self.rng.sample(SENTENCES, self.rng.randint(low, high))
 
+    def check_files(self, source_dir):
+        """The server serves the page's files as they are in server/http/web."""
+        web = source_dir / "server/http/web"
+        for name, kind in (("index.html", "text/html"), ("app.js", "text/javascript"),
+                           ("style.css", "text/css")):
+            url = self.server.url + ("/" if name == "index.html" else f"/static/{name}")
+            try:
+                with urllib.request.urlopen(url, timeout=30) as reply:
+                    body, content_type = reply.read(), reply.headers.get("Content-Type", "")
+            except urllib.error.HTTPError as error:
+                fail(f"GET {url} answered {error.code}: {error.read()[:200]!r}")
+            if body != (web / name).read_bytes() or not content_type.startswith(kind):
+                fail(f"GET {url}: {len(body)} bytes of {content_type!r}, want {name} as {kind}")
+
     def open_page(self):
         self.driver.get(self.server.url + "/")
         self.wait(lambda: self.find("status").get_attribute("data-state") != "loading",
@@ -390,6 +404,7 @@ def main():
         server.wait_serving()
         driver = start_browser(work)
         test = PageTest(driver, server, rng)
+        test.check_files(source_dir)
         test.open_page()
         test.html()
         test.server_error()
