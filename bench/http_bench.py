@@ -5,11 +5,12 @@
 
 One transerve-server (models/en-de-small, --num_threads=1 so that the load generator has a core
 of its own) with both ports. Each round runs, in an order that rotates from round to round:
-  - saturation: a closed loop at --concurrency calls in flight (full batches), for throughput;
+  - saturation: a closed loop at --concurrency calls in flight (full batches), for throughput
+    (calls/s: LibreTranslate's answers carry no token counts);
   - p50: an open loop at half the gRPC saturation rate measured in the first round, for latency
     with the queue empty;
 over three protocols: gRPC, HTTP's native API (POST /v1/translate) and LibreTranslate's
-(POST /translate). Ratios are taken per round (each HTTP run against the gRPC run of its own
+(POST /translate), all with the model's default decoding (LibreTranslate's API has no options). Ratios are taken per round (each HTTP run against the gRPC run of its own
 round: the machine's speed drifts), then their median is reported.
 Then the mixed overload: gRPC and HTTP (v1) open loops at the same time, each at 1.5x the
 saturation rate (3x in all), with a per-call deadline; every call sent must be answered (OK,
@@ -88,7 +89,7 @@ class Server:
 def loadgen(args, server, protocol, out, *flags):
     cmd = [os.path.join(args.bin, "transerve-loadgen"), f"--target=127.0.0.1:{server.port}",
            f"--http_target=127.0.0.1:{server.http}", f"--input={args.input}", "--order=random",
-           "--beam_size=1", "--max_length=32", f"--json={out}", *PROTOCOLS[protocol], *flags]
+           f"--json={out}", *PROTOCOLS[protocol], *flags]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"http_bench: {' '.join(cmd)} failed:\n{done.stderr[-2000:]}")
@@ -139,8 +140,7 @@ def main(argv=None):
             out = os.path.join(work, f"mixed_{n}.json")
             cmd = [os.path.join(args.bin, "transerve-loadgen"),
                    f"--target=127.0.0.1:{server.port}", f"--http_target=127.0.0.1:{server.http}",
-                   f"--input={args.input}", "--order=random", "--beam_size=1", "--max_length=32",
-                   f"--rate={each}", f"--duration={args.overload_seconds}", "--warmup=0",
+                   f"--input={args.input}", "--order=random", f"--rate={each}", f"--duration={args.overload_seconds}", "--warmup=0",
                    f"--deadline={deadline}", f"--json={out}", *PROTOCOLS[n]]
             procs[n] = (subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.PIPE, text=True), out)
@@ -162,29 +162,29 @@ def main(argv=None):
 
     table = {}
     for n in names:
-        tput = [x["target_tokens_per_second"] for x in sat[n]]
+        tput = [x["requests_per_second"] for x in sat[n]]
         p50 = [x["latency_seconds"]["p50"] for x in lat[n]]
         table[n] = {
-            "target_tokens_per_second": statistics.median(tput),
-            "requests_per_second": med(sat[n], lambda x: x["requests_per_second"]),
+            "requests_per_second": statistics.median(tput),
             "saturated_p50_seconds": med(sat[n], lambda x: x["latency_seconds"]["p50"]),
             "p50_seconds_at_half_rate": statistics.median(p50),
             "p99_seconds_at_half_rate": med(lat[n], lambda x: x["latency_seconds"]["p99"]),
             "throughput_ratio_to_grpc": statistics.median(
-                a["target_tokens_per_second"] / g["target_tokens_per_second"]
+                a["requests_per_second"] / g["requests_per_second"]
                 for a, g in zip(sat[n], sat["grpc"])),
             "p50_ratio_to_grpc": statistics.median(
                 a["latency_seconds"]["p50"] / g["latency_seconds"]["p50"]
                 for a, g in zip(lat[n], lat["grpc"])),
         }
-    print(f"models/en-de-small, greedy, max_length 32, 1 compute thread; {args.rounds} interleaved "
+    print(f"models/en-de-small, its default decoding (LibreTranslate's API sends no options), "
+          f"1 compute thread; {args.rounds} interleaved "
           f"rounds of {args.duration} s; saturation = {args.concurrency} calls in flight; "
           f"latency = open loop at {half_rate} calls/s (half of gRPC's saturation)")
-    print("| protocol | target tokens/s | vs gRPC | p50 at half rate | vs gRPC | p99 at half rate |")
+    print("| protocol | calls/s at saturation | vs gRPC | p50 at half rate | vs gRPC | p99 at half rate |")
     print("| --- | --- | --- | --- | --- | --- |")
     for n in names:
         t = table[n]
-        print(f"| {n} | {t['target_tokens_per_second']:,.0f} | "
+        print(f"| {n} | {t['requests_per_second']:.1f} | "
               f"{t['throughput_ratio_to_grpc']:.3f} | {1000 * t['p50_seconds_at_half_rate']:.1f} ms"
               f" | {t['p50_ratio_to_grpc']:.3f} | {1000 * t['p99_seconds_at_half_rate']:.1f} ms |")
     lost = {}
@@ -204,8 +204,8 @@ def main(argv=None):
               "concurrency": args.concurrency, "half_rate": half_rate, "protocols": table,
               "mixed_overload": {"rate_each": each, "deadline_s": deadline,
                                  "seconds": args.overload_seconds, "by_protocol": lost},
-              "per_round": {n: {"target_tokens_per_second":
-                                [x["target_tokens_per_second"] for x in sat[n]],
+              "per_round": {n: {"requests_per_second":
+                                [x["requests_per_second"] for x in sat[n]],
                                 "p50_seconds": [x["latency_seconds"]["p50"] for x in lat[n]]}
                             for n in names}}
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)

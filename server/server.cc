@@ -274,22 +274,26 @@ absl::Status TranserveServer::Drain(absl::Duration timeout) {
   // and answered UNAVAILABLE. Calls already running are left to finish; its deadline comes after
   // the schedulers' (and their step grace) so that every remaining call is answered by them,
   // not cancelled. Its Wait is bounded too: a call that never finishes must not hold the exit.
+  // HTTP's listener closes at once too. Its requests in flight call the service in-process, and
+  // gRPC's shutdown closes that channel at once (cancelling them): gRPC's shutdown waits for
+  // them first (within the deadline), its listener open meanwhile.
+  http::HttpFrontEnd* front = impl.http.get();
+  if (front != nullptr) front->StopAccepting();
   std::thread grpc_stop;
   auto grpc_stopped = std::make_shared<absl::Notification>();
   if (impl.server) {
     impl.UpdateHealth();
     grpc::Server* server = impl.server.get();
-    grpc_stop = std::thread([server, grpc_stopped, deadline] {
+    grpc_stop = std::thread([server, front, grpc_stopped, deadline] {
+      if (front != nullptr) front->AwaitIdle(deadline);
       server->Shutdown(absl::ToChronoTime(deadline + kGrpcShutdownAfter));
       server->Wait();
       grpc_stopped->Notify();
     });
   }
-  // The HTTP listener closes too; its requests in flight end as their gRPC calls do.
   std::thread http_stop;
   auto http_stopped = std::make_shared<absl::Notification>();
-  if (impl.http) {
-    http::HttpFrontEnd* front = impl.http.get();
+  if (front != nullptr) {
     http_stop = std::thread([front, http_stopped] {
       front->Stop();
       http_stopped->Notify();

@@ -5,13 +5,16 @@
 #include <prometheus/family.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <charconv>
+#include <map>
 #include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "model/core/logging.h"
 #include "server/http/bounded_task_queue.h"
@@ -52,6 +55,46 @@ struct HttpFrontEnd::Routes {
   prometheus::Family<prometheus::Counter>* requests = nullptr;
   prometheus::Family<prometheus::Histogram>* duration = nullptr;
   std::atomic<bool> stopped{false};
+  // Set when the drain begins: new requests are answered 503 (health still answers).
+  std::atomic<bool> draining{false};
+  std::atomic<int> listening_fd{-1};
+  // Requests being answered, streams until their last event: the drain waits for them before
+  // gRPC's shutdown closes the in-process channel under them.
+  absl::Mutex in_flight_mu;
+  int in_flight ABSL_GUARDED_BY(in_flight_mu) = 0;
+
+  void Begins() {
+    absl::MutexLock lock(&in_flight_mu);
+    ++in_flight;
+  }
+  void Ends() {
+    absl::MutexLock lock(&in_flight_mu);
+    --in_flight;
+  }
+  bool AwaitIdle(absl::Time deadline) {
+    absl::MutexLock lock(&in_flight_mu);
+    auto none = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(in_flight_mu) { return in_flight == 0; };
+    return in_flight_mu.AwaitWithDeadline(absl::Condition(&none), deadline);
+  }
+  // The answer to a request that came once the drain began, in its API's shape.
+  static HttpReply Draining(const char* api) {
+    constexpr char kWhy[] = "the server is shutting down: retry on another replica";
+    if (std::string_view(api) == "libretranslate") return LtErrorReply(503, kWhy);
+    return ErrorReply(grpc::Status(grpc::StatusCode::UNAVAILABLE, kWhy));
+  }
+  // Each route's path and the methods it answers: a known path asked with another method is a
+  // 405 naming them, not a 404 (httplib routes by method and path together).
+  std::map<std::string, std::string> methods_of_path;
+
+  void Route(const char* method, const std::string& path, httplib::Server::Handler handler) {
+    std::string& methods = methods_of_path[path];
+    methods = methods.empty() ? method : absl::StrCat(methods, ", ", method);
+    if (std::string_view(method) == "GET") {
+      server->Get(path, std::move(handler));
+    } else {
+      server->Post(path, std::move(handler));
+    }
+  }
 
   void Record(const char* api, const char* route, int status, absl::Time start) {
     requests->Add({{"api", api}, {"route", route}, {"code", std::to_string(status)}}).Increment();
@@ -64,8 +107,11 @@ struct HttpFrontEnd::Routes {
   httplib::Server::Handler Unary(const char* api, const char* route, Fn fn) {
     return [this, api, route, fn](const httplib::Request& req, httplib::Response& res) {
       const absl::Time start = absl::Now();
-      Write(fn(InputOf(req)), res);
+      Begins();
+      const bool refused = draining.load() && std::string_view(api) != "health";
+      Write(refused ? Draining(api) : fn(InputOf(req)), res);
       Record(api, route, res.status, start);
+      Ends();
     };
   }
 
@@ -74,10 +120,18 @@ struct HttpFrontEnd::Routes {
   httplib::Server::Handler Stream(TranslatorBackend* backend) {
     return [this, backend](const httplib::Request& req, httplib::Response& res) {
       const absl::Time start = absl::Now();
+      Begins();
+      if (draining.load()) {
+        Write(Draining("v1"), res);
+        Record("v1", "/v1/translate/stream", res.status, start);
+        Ends();
+        return;
+      }
       StreamStart opened = OpenV1Stream(InputOf(req), *backend);
       if (opened.error.has_value()) {
         Write(*opened.error, res);
         Record("v1", "/v1/translate/stream", res.status, start);
+        Ends();
         return;
       }
       res.status = 200;
@@ -111,7 +165,11 @@ struct HttpFrontEnd::Routes {
             sink.done();
             return true;
           },
-          [this, start](bool) { Record("v1", "/v1/translate/stream", 200, start); });
+          // httplib calls this once, when the answer ends or its connection goes.
+          [this, start](bool) {
+            Record("v1", "/v1/translate/stream", 200, start);
+            Ends();
+          });
     };
   }
 };
@@ -154,47 +212,75 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
   svr.set_keep_alive_timeout(options.keep_alive_timeout_s);
   svr.set_keep_alive_max_count(options.keep_alive_max_requests);
   svr.set_tcp_nodelay(true);
+  // httplib listens with a backlog of 5: a burst of connections overflows it and, with SYN
+  // cookies, some are reset before the server reads them (requests lost, no answer). The
+  // listening socket is noted here so that its backlog can be raised once bound.
+  std::atomic<int>* listening = &routes.listening_fd;
+  svr.set_socket_options([listening](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listening->store(sock);
+  });
 
   TranslatorBackend* b = front->backend_.get();
-  svr.Post("/v1/translate", routes.Unary("v1", "/v1/translate",
-                                         [b](const HttpInput& in) { return V1Translate(in, *b); }));
-  svr.Post("/v1/translate/stream", routes.Stream(b));
-  svr.Get("/v1/models",
-          routes.Unary("v1", "/v1/models", [b](const HttpInput& in) { return V1Models(in, *b); }));
-  const LtSettings lt = options.libretranslate;
-  svr.Post("/translate", routes.Unary("libretranslate", "/translate", [b, lt](const HttpInput& in) {
-    return LtTranslate(in, *b, lt);
+  routes.Route("POST", "/v1/translate",
+               routes.Unary("v1", "/v1/translate",
+                            [b](const HttpInput& in) { return V1Translate(in, *b); }));
+  routes.Route("POST", "/v1/translate/stream", routes.Stream(b));
+  routes.Route("GET", "/v1/models", routes.Unary("v1", "/v1/models", [b](const HttpInput& in) {
+    return V1Models(in, *b);
   }));
-  svr.Post("/detect", routes.Unary("libretranslate", "/detect",
-                                   [b](const HttpInput& in) { return LtDetect(in, *b); }));
-  svr.Get("/languages", routes.Unary("libretranslate", "/languages",
-                                     [b](const HttpInput& in) { return LtLanguages(in, *b); }));
-  svr.Get("/frontend/settings",
-          routes.Unary("libretranslate", "/frontend/settings",
-                       [b, lt](const HttpInput& in) { return LtFrontendSettings(in, *b, lt); }));
-  svr.Get("/healthz",
-          routes.Unary("health", "/healthz", [](const HttpInput&) { return Healthz(); }));
-  svr.Get("/readyz",
-          routes.Unary("health", "/readyz", [b](const HttpInput&) { return Readyz(*b); }));
+  routes.Route("GET", "/healthz",
+               routes.Unary("health", "/healthz", [](const HttpInput&) { return Healthz(); }));
+  routes.Route("GET", "/readyz",
+               routes.Unary("health", "/readyz", [b](const HttpInput&) { return Readyz(*b); }));
+  const LtSettings lt = options.libretranslate;
+  routes.Route("POST", "/translate",
+               routes.Unary("libretranslate", "/translate",
+                            [b, lt](const HttpInput& in) { return LtTranslate(in, *b, lt); }));
+  routes.Route("POST", "/detect",
+               routes.Unary("libretranslate", "/detect",
+                            [b](const HttpInput& in) { return LtDetect(in, *b); }));
+  routes.Route("GET", "/languages",
+               routes.Unary("libretranslate", "/languages",
+                            [b](const HttpInput& in) { return LtLanguages(in, *b); }));
+  routes.Route("GET", "/frontend/settings",
+               routes.Unary("libretranslate", "/frontend/settings", [b, lt](const HttpInput& in) {
+                 return LtFrontendSettings(in, *b, lt);
+               }));
 
   // httplib's own answers (no route, a body over the limit, a request it cannot parse) get a
   // JSON body saying why, like every other error.
-  svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  svr.set_error_handler([&routes](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    std::string why =
-        res.status == 404
-            ? absl::StrCat("no such route: ", req.method, " ", req.path.substr(0, 200))
-        : res.status == 413 ? "the request body is over the server's limit"
-        : res.status == 400 ? "the request cannot be read as HTTP/1.1: malformed, or a POST "
-                              "without a Content-Length"
-                            : absl::StrCat("HTTP ", res.status);
-    const grpc::StatusCode code = res.status == 404   ? grpc::StatusCode::NOT_FOUND
-                                  : res.status == 413 ? grpc::StatusCode::RESOURCE_EXHAUSTED
-                                                      : grpc::StatusCode::INVALID_ARGUMENT;
-    const int status = res.status;
     // LibreTranslate's routes answer in its shape: {"error": "..."}.
     const bool libretranslate = req.path == "/translate" || req.path == "/detect" ||
                                 req.path == "/languages" || req.path == "/frontend/settings";
+    std::string why;
+    grpc::StatusCode code = grpc::StatusCode::INVALID_ARGUMENT;
+    if (res.status == 404) {
+      if (auto known = routes.methods_of_path.find(req.path);
+          known != routes.methods_of_path.end()) {
+        res.set_header("Allow", known->second);
+        res.status = 405;
+        code = grpc::StatusCode::UNIMPLEMENTED;
+        why =
+            absl::StrCat(req.path, " answers ", known->second, ", not ", req.method.substr(0, 20));
+      } else {
+        code = grpc::StatusCode::NOT_FOUND;
+        why =
+            absl::StrCat("no such route: ", req.method.substr(0, 20), " ", req.path.substr(0, 200));
+      }
+    } else if (res.status == 413) {
+      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
+      why = "the request body is over the server's limit";
+    } else if (res.status == 400) {
+      why =
+          "the request cannot be read as HTTP/1.1: malformed, or a POST without a "
+          "Content-Length";
+    } else {
+      why = absl::StrCat("HTTP ", res.status);
+    }
+    const int status = res.status;
     Write(libretranslate ? LtErrorReply(status, why) : ErrorReply(grpc::Status(code, why)), res);
     res.status = status;
   });
@@ -220,13 +306,33 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
     return absl::UnavailableError(
         absl::StrCat("cannot listen for HTTP on ", options.host, ":", options.port));
   }
+  // Listening again on a listening socket sets its backlog (Linux); the kernel caps it at
+  // net.core.somaxconn.
+  if (listening->load() < 0 || ::listen(listening->load(), SOMAXCONN) != 0) {
+    Log().warn("HTTP: cannot raise the listen backlog; bursts of connections may be refused");
+  }
   front->listener_ = std::thread([&svr] { svr.listen_after_bind(); });
   return front;
 }
 
+void HttpFrontEnd::StopAccepting() {
+  if (routes_ == nullptr || routes_->draining.exchange(true)) return;
+  // Shut down, the listening socket fails httplib's accept(): its loop ends and closes the
+  // socket, while the connections being served go on (httplib's stop() would cut streams
+  // mid-way). Without the socket, stop() does it.
+  const int fd = routes_->listening_fd.load();
+  if (fd < 0 || ::shutdown(fd, SHUT_RDWR) != 0) routes_->server->stop();
+}
+
+bool HttpFrontEnd::AwaitIdle(absl::Time deadline) {
+  return routes_ == nullptr || routes_->AwaitIdle(deadline);
+}
+
 void HttpFrontEnd::Stop() {
   if (routes_ == nullptr || routes_->stopped.exchange(true)) return;
-  routes_->server->stop();
+  StopAccepting();
+  // The listen loop returns once its workers have: idle keep-alive connections close within
+  // their timeout, the others answer 503 from now on.
   if (listener_.joinable()) listener_.join();
 }
 

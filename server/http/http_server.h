@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "server/http/libretranslate_api.h"
 #include "server/http/translator_backend.h"
 
@@ -49,8 +50,14 @@ class HttpFrontEnd {
   ~HttpFrontEnd();  // Stop()
 
   int port() const { return port_; }
-  // Closes the listener, then waits for the requests being served (and idle keep-alive
-  // connections, up to keep_alive_timeout_s) to end. Idempotent.
+  // The drain, in three steps. Closes the listener (new connections are refused) and answers
+  // 503 to new requests on open connections; the requests in flight go on. Idempotent.
+  void StopAccepting();
+  // Until no request is in flight (streams until their last event), or `deadline`; true when
+  // none is. gRPC's shutdown must wait for this: it closes the in-process channel at once.
+  bool AwaitIdle(absl::Time deadline);
+  // StopAccepting, then waits for every connection to end (idle keep-alive ones within their
+  // timeout). Idempotent.
   void Stop();
 
   struct Routes;
