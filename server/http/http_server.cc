@@ -19,6 +19,7 @@
 #include "model/core/logging.h"
 #include "server/http/bounded_task_queue.h"
 #include "server/http/native_api.h"
+#include "server/http/web_assets.h"
 #include "server/latency_buckets.h"
 
 namespace transerve::http {
@@ -112,6 +113,24 @@ struct HttpFrontEnd::Routes {
       Write(refused ? Draining(api) : fn(InputOf(req)), res);
       Record(api, route, res.status, start);
       Ends();
+    };
+  }
+
+  // The page's files (GET / and /static/NAME). The page makes no request outside this server,
+  // and its policy says so to the browser.
+  httplib::Server::Handler Page() {
+    return [this](const httplib::Request& req, httplib::Response& res) {
+      const absl::Time start = absl::Now();
+      if (const WebAsset* asset = FindWebAsset(req.path)) {
+        res.set_content(std::string(asset->body), std::string(asset->content_type));
+        res.set_header("Content-Security-Policy", "default-src 'self'");
+        res.set_header("X-Content-Type-Options", "nosniff");
+      } else {
+        Write(ErrorReply(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                      absl::StrCat("no such file: ", req.path.substr(0, 200)))),
+              res);
+      }
+      Record("page", req.path == "/" ? "/" : "/static", res.status, start);
     };
   }
 
@@ -229,6 +248,8 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
   routes.Route("GET", "/v1/models", routes.Unary("v1", "/v1/models", [b](const HttpInput& in) {
     return V1Models(in, *b);
   }));
+  routes.Route("GET", "/", routes.Page());
+  routes.Route("GET", R"(/static/[^/]+)", routes.Page());
   routes.Route("GET", "/healthz",
                routes.Unary("health", "/healthz", [](const HttpInput&) { return Healthz(); }));
   routes.Route("GET", "/readyz",
