@@ -1,5 +1,6 @@
 // Fuzz target: the HTTP APIs' request handling, as functions from an HttpInput to an HttpReply
-// (LibreTranslate's /translate, /detect, /languages, /frontend/settings) over a fake backend
+// (LibreTranslate's /translate, /detect, /languages, /frontend/settings; the native /v1/translate,
+// /v1/translate/stream up to its first event, /v1/models) over a fake backend
 // whose answers are random but valid. Every reply must be JSON of the API's shape with one of
 // the API's statuses, and 500 only when the backend itself failed (never for the input).
 //
@@ -14,6 +15,7 @@
 
 #include "server/http/http_exchange.h"
 #include "server/http/libretranslate_api.h"
+#include "server/http/native_api.h"
 #include "server/http/translator_backend.h"
 
 namespace {
@@ -112,8 +114,32 @@ class FakeBackend : public transerve::http::TranslatorBackend {
     }
     return grpc::Status::OK;
   }
-  std::unique_ptr<Stream> OpenStream(const v1::TranslateRequest&, const CallOptions&) override {
-    return nullptr;  // not used by LibreTranslate's API
+  // A stream of one message per text (its translation as one chunk), then the input's status.
+  class FakeStream : public Stream {
+   public:
+    FakeStream(int messages, grpc::Status end) : left_(messages), end_(std::move(end)) {}
+    bool Next(v1::TranslateStreamResponse* m) override {
+      if (left_ <= 0) return false;
+      m->set_index(--left_);
+      m->set_text_delta("chunk");
+      m->set_done(true);
+      return true;
+    }
+    void Cancel() override { left_ = 0; }
+    grpc::Status Finish() override { return end_; }
+
+   private:
+    int left_;
+    grpc::Status end_;
+  };
+  std::unique_ptr<Stream> OpenStream(const v1::TranslateRequest& request,
+                                     const CallOptions&) override {
+    translate_called = true;
+    used_code = translate_code_;
+    const bool ok = translate_code_ == grpc::StatusCode::OK;
+    return std::make_unique<FakeStream>(
+        ok ? request.texts_size() : 0,
+        ok ? grpc::Status::OK : grpc::Status(translate_code_, salt_));
   }
   grpc::Status ListModels(const CallOptions&, v1::ListModelsResponse* response) override {
     if (list_code_ != grpc::StatusCode::OK) {
@@ -156,6 +182,50 @@ void Check(bool ok) {
 
 bool Has(const Json& object, const char* key) { return object.is_object() && object.contains(key); }
 
+// A native API reply: JSON, an API status; an error is {"error": {code, status, message}}, 500
+// only for a backend failing so.
+void CheckNativeReply(const HttpReply& reply, const FakeBackend& backend) {
+  static const std::set<int> kStatuses = {200, 400, 401, 403, 404, 429, 499, 500, 501, 503, 504};
+  Check(kStatuses.count(reply.status) == 1);
+  Check(reply.content_type == "application/json");
+  Json body;
+  try {
+    body = Json::parse(reply.body);
+  } catch (const Json::exception&) {
+    __builtin_trap();
+  }
+  if (reply.status == 200) return;
+  Check(Has(body, "error") && body["error"].is_object() && body["error"]["code"].is_number() &&
+        body["error"]["status"].is_string() && body["error"]["message"].is_string());
+  if (reply.status == 500) {
+    Check(backend.list_failed_500 || (backend.translate_called && MapsTo500(backend.used_code)));
+  }
+}
+
+int FuzzNativeApi(HttpInput& input, FakeBackend& backend, int endpoint) {
+  if (endpoint == 0) {
+    input.path = "/v1/translate";
+    CheckNativeReply(transerve::http::V1Translate(input, backend), backend);
+  } else if (endpoint == 1) {
+    input.path = "/v1/translate/stream";
+    transerve::http::StreamStart start = transerve::http::OpenV1Stream(input, backend);
+    if (start.error.has_value()) {
+      CheckNativeReply(*start.error, backend);
+    } else {
+      // A first event, then the rest; the stream's end is done or an error event.
+      Check(start.first.rfind("data: ", 0) == 0 || start.first.rfind("event: done\n", 0) == 0);
+      v1::TranslateStreamResponse m;
+      while (start.stream && start.stream->Next(&m)) {
+        Check(transerve::http::SseMessage(m).rfind("data: {", 0) == 0);
+      }
+    }
+  } else {
+    input.path = "/v1/models";
+    CheckNativeReply(transerve::http::V1Models(input, backend), backend);
+  }
+  return 0;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -178,6 +248,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   transerve::http::LtSettings settings;
   settings.char_limit = (which & 0x20) ? 64 : -1;
   settings.batch_limit = (which & 0x20) ? 4 : -1;
+  // The native API: in place of /frontend/settings with limits (a case the LT one barely needs).
+  if ((which & 3) == 3 && (which & 0x20)) return FuzzNativeApi(input, backend, in.Byte() % 3);
   HttpReply reply;
   switch (which & 3) {
     case 0:

@@ -89,6 +89,25 @@ printf 'Hello world.\nThe house is small.\n' > in.txt
 /usr/bin/python3 -c 'import json, sys; j = json.load(open("load.json"))
 sys.exit(0 if j["ok"] > 0 and not j["errors"] else 1)' || fail "loadgen: $(cat load.json)"
 
+# The HTTP port speaks HTTPS with the same files: the client certificate and a token are needed.
+https="https://localhost:$SERVING_HTTP_PORT"
+tls_curl=(curl -s -m 20 --cacert ca.pem --cert client.pem --key client.key)
+"${tls_curl[@]}" -H "Authorization: Bearer $token1" -o https.json -w '%{http_code}' \
+  "$https/v1/translate" -d '{"texts": ["Hello world."], "options": {"maxLength": 8}}' >code.txt \
+  || fail "HTTPS with a client certificate and a token: curl exit $?"
+[ "$(cat code.txt)" = 200 ] && grep -q '"translations"' https.json \
+  || fail "HTTPS translate: $(cat code.txt) $(cat https.json)"
+[ "$("${tls_curl[@]}" -o /dev/null -w '%{http_code}' "$https/v1/translate" \
+  -d '{"texts": ["Hello."]}')" = 401 ] || fail "HTTPS without a token is not 401"
+[ "$("${tls_curl[@]}" -o /dev/null -w '%{http_code}' "$https/healthz")" = 200 ] \
+  || fail "HTTPS health with a client certificate"
+if curl -s -m 10 --cacert ca.pem -o /dev/null "$https/healthz"; then
+  fail "HTTPS answered a client without a certificate"
+fi
+if curl -s -m 10 -o /dev/null "http://localhost:$SERVING_HTTP_PORT/healthz"; then
+  fail "the HTTP port answered plaintext with TLS on"
+fi
+
 # Metrics answer on 127.0.0.2 only.
 # To a file first: `curl | grep -q` under pipefail fails when grep exits before curl has written
 # the whole page (curl then dies of SIGPIPE).
