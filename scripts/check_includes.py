@@ -104,6 +104,15 @@ RULES = (
      "client/ or cli/ and no CUDA header",
      lambda p: in_folder(p, "server"),
      lambda h: outside_engine_api(h) or h.startswith(("client/", "cli/")) or is_cuda(h)),
+    ("http-front-end",
+     "server/http/ (the HTTP front end) reaches translation only through the Translator "
+     "service: of this repository it includes server/http/, text/, model/core/, "
+     "server/grpc_status.h and server/latency_buckets.h, and no CUDA header",
+     lambda p: in_folder(p, "server/http"),
+     lambda h: ((h.startswith(PROJECT_FOLDERS) or h.startswith("client/"))
+                and not h.startswith(("server/http/", "text/", "model/core/"))
+                and h not in ("server/grpc_status.h", "server/latency_buckets.h"))
+               or is_cuda(h)),
     ("cli-engine-api",
      "cli/ (and client/translate_main.cc until it moves) uses the engine only through "
      "model/translator/, model/decoding/, model/core/ and model/tokenizer/, and includes nothing "

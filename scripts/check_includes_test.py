@@ -30,6 +30,9 @@ CLEAN_TREE = {
                          '"model/translator/translator.h"', '"model/core/logging.h"',
                          '"model/decoding/decoding_options.h"', '"model/tokenizer/utf8.h"',
                          '"server/metrics.h"'],
+    "server/http/http_server.cc": ['<httplib.h>', '"server/http/native_api.h"',
+                                   '"server/grpc_status.h"', '"model/core/logging.h"',
+                                   '"text/language_code.h"', '"transerve/v1/translator.pb.h"'],
     "client/client_main.cc": ['<grpcpp/grpcpp.h>', '<nlohmann/json.hpp>', '"absl/flags/flag.h"',
                               '"transerve/v1/translator.grpc.pb.h"',
                               '"grpc/health/v1/health.grpc.pb.h"', '"client/channel.h"'],
@@ -81,6 +84,8 @@ VIOLATIONS = [
     ("pipeline/document_segments.cc", "server/request_validation.h", "pipeline-between"),
     ("pipeline/document_segments.cc", "grpcpp/grpcpp.h", "pipeline-between"),
     ("client/client_main.cc", "text/document.h", "client-public-api"),
+    ("server/http/native_api.cc", "server/scheduler.h", "http-front-end"),
+    ("server/http/grpc_bridge.cc", "model/translator/translator.h", "http-front-end"),
 ]
 
 
