@@ -248,6 +248,15 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
   routes.Route("GET", "/v1/models", routes.Unary("v1", "/v1/models", [b](const HttpInput& in) {
     return V1Models(in, *b);
   }));
+  // Cross-origin calls (browser extensions, web apps on other hosts), as LibreTranslate allows
+  // them: every answer says so, and a preflight OPTIONS is answered for every path. Keys are
+  // bearer tokens, never cookies, so no credentials ride along.
+  svr.set_default_headers(
+      {{"Access-Control-Allow-Origin", "*"},
+       {"Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Timeout-Ms"},
+       {"Access-Control-Allow-Methods", "GET, POST"},
+       {"Access-Control-Max-Age", "86400"}});
+  svr.Options(R"(/.*)", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
   routes.Route("GET", "/", routes.Page());
   routes.Route("GET", R"(/static/[^/]+)", routes.Page());
   routes.Route("GET", "/healthz",

@@ -688,6 +688,35 @@ TEST_F(HttpApiTest, HealthReadinessAndModels) {
   EXPECT_TRUE(Same(grpc_models, FromJson<v1::ListModelsResponse>(res->body), false, &diff)) << diff;
 }
 
+// Browsers may call the APIs from other origins (extensions, web apps), as LibreTranslate lets
+// them: a preflight is answered, and answers carry the permission, errors included.
+TEST_F(HttpApiTest, CrossOriginCallsAreAllowedAsLibreTranslateAllowsThem) {
+  auto client = HttpClient(main_->http_port);
+  const httplib::Headers preflight = {{"Origin", "https://app.example"},
+                                      {"Access-Control-Request-Method", "POST"},
+                                      {"Access-Control-Request-Headers", "authorization"}};
+  for (const char* path : {"/translate", "/v1/translate", "/v1/translate/stream"}) {
+    auto res = client->Options(path, preflight);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 204) << path;
+    EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "*") << path;
+    EXPECT_TRUE(absl::StrContains(res->get_header_value("Access-Control-Allow-Methods"), "POST"));
+    EXPECT_TRUE(
+        absl::StrContains(res->get_header_value("Access-Control-Allow-Headers"), "Authorization"));
+  }
+  const httplib::Headers origin = {{"Origin", "https://app.example"}};
+  auto ok =
+      client->Post("/v1/translate", origin, R"({"texts": ["Open the file."]})", "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(ok->get_header_value("Access-Control-Allow-Origin"), "*");
+  auto bad =
+      client->Post("/translate", origin, R"({"source": "en", "target": "de"})", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(bad->get_header_value("Access-Control-Allow-Origin"), "*");
+}
+
 TEST_F(HttpApiTest, ManyHttpAndGrpcCallersAtOnceGetTheSameAnswers) {
   std::mt19937 rng(61);
   struct Case {
