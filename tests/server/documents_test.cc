@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tests/testing/sentence_pool.h"
 #include "tests/testing/server_process.h"
 #include "transerve/v1/translator.grpc.pb.h"
 
@@ -24,18 +25,7 @@ namespace {
 
 using testing::ServerProcess;
 
-const char* kSentences[] = {
-    "Open the file and save it.",
-    "The server could not be reached.",
-    "Click the button to continue.",
-    "This package contains the documentation.",
-    "Select a folder for the backup.",
-    "The printer is out of paper.",
-    "Do you want to delete these files?",
-    "Your changes have been saved.",
-    "Restart the computer to finish the update.",
-    "The password is too short.",
-};
+constexpr const auto& kSentences = testing::kSentencePool;
 
 class DocumentsTest : public ::testing::Test {
  protected:

@@ -29,6 +29,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "tests/testing/sentence_pool.h"
 #include "tests/testing/server_process.h"
 #include "transerve/v1/translator.grpc.pb.h"
 
@@ -38,20 +39,7 @@ namespace {
 using google::protobuf::util::MessageDifferencer;
 using testing::ServerProcess;
 
-const char* kSentences[] = {
-    "Open the file and save it.",
-    "The server could not be reached.",
-    "Click the button to continue.",
-    "This package contains the documentation.",
-    "Select a folder for the backup.",
-    "The printer is out of paper.",
-    "Do you want to delete these files?",
-    "Your changes have been saved.",
-    "Restart the computer to finish the update.",
-    "The password is too short.",
-    "Please enter your name and address.",
-    "The download will start in a few seconds.",
-};
+constexpr const auto& kSentences = testing::kSentencePool;
 
 std::string RandomSentence(std::mt19937& rng) {
   return kSentences[std::uniform_int_distribution<size_t>(0, std::size(kSentences) - 1)(rng)];
@@ -1089,47 +1077,10 @@ std::vector<std::string> DrainAnswerTexts(const DrainOutcome& o, int i, std::str
   return r.joined;
 }
 
-// SIGTERM with HTTP requests in flight: each gets exactly one answer, 200 or 503 UNAVAILABLE
-// (a stream that had started: its `event: error` UNAVAILABLE), and the process exits 0. A
-// caller that could not connect any more (the listener closes at once) was never in flight.
-TEST_F(HttpApiTest, SigtermAnswersEveryHttpRequestInFlightOnce) {
-  Server s(*dir_, "drain", DrainFlags());
-  ASSERT_TRUE(s.ok()) << s.process->Log();
-  constexpr int kInFlight = 8;
-  const DrainOutcome o = DrainWithRequestsInFlight(s, kInFlight, 8);
-  ASSERT_EQ(o.status.size(), static_cast<size_t>(kInFlight));
-  EXPECT_EQ(o.exit_status, 0) << s.process->Log();
-  EXPECT_LT(o.answered_before_sigterm, kInFlight) << "none was in flight when the drain began";
-  int answered = 0;
-  for (int i = 0; i < kInFlight; ++i) {
-    SCOPED_TRACE(absl::StrCat("request ", i, i % 2 == 1 ? " (stream)" : ""));
-    if (o.not_connected[i]) continue;
-    ++answered;
-    if (o.status[i] == 503) {
-      EXPECT_EQ(ErrorOf(o.body[i]).status, "UNAVAILABLE") << o.body[i];
-      continue;
-    }
-    ASSERT_EQ(o.status[i], 200) << o.body[i].substr(0, 300);
-    if (i % 2 == 1 && absl::StrContains(o.body[i], "\nevent: error\n")) {
-      // A stream cut by the drain ends with its error event, once, as the last one.
-      const std::vector<SseEvent> events = ParseSse(o.body[i]);
-      ASSERT_FALSE(events.empty());
-      EXPECT_EQ(events.back().name, "error");
-      EXPECT_EQ(ErrorOf(events.back().data).status, "UNAVAILABLE") << events.back().data;
-      for (size_t k = 0; k + 1 < events.size(); ++k) EXPECT_EQ(events[k].name, "");
-      continue;
-    }
-    std::string problem;
-    EXPECT_EQ(DrainAnswerTexts(o, i, &problem), o.expected[i]);
-    EXPECT_EQ(problem, "");
-  }
-  EXPECT_GT(answered, 0);
-}
-
 // The drain's promise for requests that reached the server before it began: they finish (200,
 // the whole translation), though gRPC's shutdown closes the in-process channel they call
 // through (the drain waits for them first). A request that did not reach the server in time is
-// refused (no connection, or 503 "shutting down"), never cut.
+// refused (no connection, or 503 "shutting down"), never cut; and the process exits 0.
 TEST_F(HttpApiTest, SigtermLetsHttpRequestsInFlightFinish) {
   Server s(*dir_, "drain_strict", DrainFlags());
   ASSERT_TRUE(s.ok()) << s.process->Log();
