@@ -1009,7 +1009,7 @@ struct DrainOutcome {
 // The queue may hold the requests' sentences as long as the drain lets them run (sanitized
 // builds are many times slower): an answer other than 200 is then the drain's, not the queue's.
 std::vector<std::string> DrainFlags() {
-  return {"--metrics_port=-1", "--drain_timeout=150s", "--max_queue=4096", "--max_queue_wait=60s",
+  return {"--metrics_port=-1", "--drain_timeout=150s", "--max_queue=4096", "--max_queue_wait=150s",
           "--device=cpu"};
 }
 
