@@ -182,18 +182,23 @@ void Check(bool ok) {
 
 bool Has(const Json& object, const char* key) { return object.is_object() && object.contains(key); }
 
+// The reply's body as JSON, after checking that its status is one of `statuses` and that it
+// says it is JSON.
+Json JsonReplyOrTrap(const HttpReply& reply, const std::set<int>& statuses) {
+  Check(statuses.count(reply.status) == 1);
+  Check(reply.content_type == "application/json");
+  try {
+    return Json::parse(reply.body);
+  } catch (const Json::exception&) {
+    __builtin_trap();
+  }
+}
+
 // A native API reply: JSON, an API status; an error is {"error": {code, status, message}}, 500
 // only for a backend failing so.
 void CheckNativeReply(const HttpReply& reply, const FakeBackend& backend) {
   static const std::set<int> kStatuses = {200, 400, 401, 403, 404, 429, 499, 500, 501, 503, 504};
-  Check(kStatuses.count(reply.status) == 1);
-  Check(reply.content_type == "application/json");
-  Json body;
-  try {
-    body = Json::parse(reply.body);
-  } catch (const Json::exception&) {
-    __builtin_trap();
-  }
+  const Json body = JsonReplyOrTrap(reply, kStatuses);
   if (reply.status == 200) return;
   Check(Has(body, "error") && body["error"].is_object() && body["error"]["code"].is_number() &&
         body["error"]["status"].is_string() && body["error"]["message"].is_string());
@@ -271,14 +276,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   static const std::set<int> kStatuses = {200, 400, 403, 429, 499, 500, 503, 504};
-  Check(kStatuses.count(reply.status) == 1);
-  Check(reply.content_type == "application/json");
-  Json body;
-  try {
-    body = Json::parse(reply.body);
-  } catch (const Json::exception&) {
-    __builtin_trap();
-  }
+  const Json body = JsonReplyOrTrap(reply, kStatuses);
   if (reply.status != 200) {
     Check(Has(body, "error") && body.size() == 1 && body["error"].is_string());
   }

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace transerve::http {
 
@@ -24,5 +25,21 @@ struct HttpReply {
   std::string content_type = "application/json";
   std::string body;
 };
+
+// The token of an "Authorization: Bearer <token>" header (the scheme in any case); "" for any
+// other header. Both APIs read the key this way.
+inline std::string BearerToken(std::string_view authorization) {
+  constexpr std::string_view kScheme = "bearer ";
+  const auto space = [](char c) { return c == ' ' || c == '\t'; };
+  while (!authorization.empty() && space(authorization.front())) authorization.remove_prefix(1);
+  while (!authorization.empty() && space(authorization.back())) authorization.remove_suffix(1);
+  if (authorization.size() <= kScheme.size()) return "";
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if ((authorization[i] | 0x20) != kScheme[i]) return "";
+  }
+  authorization.remove_prefix(kScheme.size());
+  while (!authorization.empty() && space(authorization.front())) authorization.remove_prefix(1);
+  return std::string(authorization);
+}
 
 }  // namespace transerve::http

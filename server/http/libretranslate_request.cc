@@ -216,14 +216,8 @@ bool IsJsonContentType(const std::string& content_type) {
 }
 
 std::string LtBearerToken(const HttpInput& input, const std::string& api_key) {
-  const absl::string_view header = absl::StripAsciiWhitespace(input.authorization);
-  constexpr absl::string_view kScheme = "bearer ";
-  if (header.size() > kScheme.size() && absl::StartsWithIgnoreCase(header, kScheme)) {
-    const absl::string_view token =
-        absl::StripLeadingAsciiWhitespace(header.substr(kScheme.size()));
-    if (!token.empty()) return std::string(token);
-  }
-  return api_key;
+  std::string token = BearerToken(input.authorization);
+  return token.empty() ? api_key : token;
 }
 
 std::variant<LtTranslateArgs, LtError> ParseLtTranslate(const HttpInput& input) {

@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/grpc_status.h"
@@ -35,16 +34,6 @@ nlohmann::json ErrorJson(const grpc::Status& status) {
            {{"code", static_cast<int>(status.error_code())},
             {"status", CodeName(status.error_code())},
             {"message", status.error_message()}}}};
-}
-
-// "Bearer <token>" (case-insensitive scheme), else "".
-std::string BearerOf(absl::string_view authorization) {
-  constexpr absl::string_view kScheme = "bearer ";
-  if (authorization.size() <= kScheme.size() ||
-      !absl::EqualsIgnoreCase(authorization.substr(0, kScheme.size()), kScheme)) {
-    return "";
-  }
-  return std::string(absl::StripAsciiWhitespace(authorization.substr(kScheme.size())));
 }
 
 }  // namespace
@@ -89,7 +78,7 @@ HttpReply ErrorReply(const grpc::Status& status) {
 
 CallOptions CallOptionsOf(const HttpInput& in) {
   CallOptions options;
-  options.bearer_token = BearerOf(in.authorization);
+  options.bearer_token = BearerToken(in.authorization);
   if (options.bearer_token.empty()) {
     if (auto it = in.params.find("api_key"); it != in.params.end()) {
       options.bearer_token = it->second;
