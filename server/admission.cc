@@ -60,12 +60,25 @@ absl::Status Authenticate(const ServiceContext& context, const grpc::CallbackSer
   return absl::OkStatus();
 }
 
-absl::StatusOr<Admission> Admit(ServiceContext& context, const grpc::CallbackServerContext* ctx,
-                                const v1::TranslateRequest& request, std::string* model_name) {
+namespace {
+
+// What is known of a request before its model's version is at hand.
+struct Routed {
+  std::string model;
+  std::string target_token;
+  std::string split_language;  // "" = the model's source language
+  std::string detected_language;
+  float detected_confidence = 0;
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+absl::StatusOr<Routed> RouteOf(ServiceContext& context, const grpc::CallbackServerContext* ctx,
+                               const v1::TranslateRequest& request) {
   if (auto s = Authenticate(context, ctx); !s.ok()) return s;
-  if (!context.ready.load())
+  if (!context.ready.load()) {
     return absl::UnavailableError("the server is still loading its models");
-  Admission admitted;
+  }
+  Routed routed;
   LanguageRequest languages;
   languages.model = request.model();
   auto target = LanguageField("target_language", request.target_language());
@@ -75,8 +88,8 @@ absl::StatusOr<Admission> Admit(ServiceContext& context, const grpc::CallbackSer
     const bool html = request.document().format() == v1::DocumentOptions::FORMAT_HTML;
     const auto found = text::DetectLanguages(DetectionSample(request), html, 1);
     if (!found.empty()) {
-      admitted.detected_language = found.front().code;
-      admitted.detected_confidence = found.front().confidence;
+      routed.detected_language = found.front().code;
+      routed.detected_confidence = found.front().confidence;
       languages.source = found.front().code;
     }
   } else {
@@ -84,24 +97,54 @@ absl::StatusOr<Admission> Admit(ServiceContext& context, const grpc::CallbackSer
     if (!source.ok()) return source.status();
     languages.source = *source;
   }
-  auto route = RouteRequest(context.routable, languages);
+  const auto models = context.repository->Routable();
+  auto route = RouteRequest(*models, languages);
   if (!route.ok()) return route.status();
-  admitted.model = context.models[route->model].get();
-  *model_name = admitted.model->name;
-  // Sentence break rules: the source's language as asked, detected, or the model's.
-  std::string split_language = languages.source;
-  if (split_language.empty() || split_language == "mul") {
-    split_language = admitted.model->languages.source;
+  routed.model = (*models)[route->model].name;
+  routed.target_token = route->target_token;
+  // Sentence break rules: the source's language as asked or detected, else the model's.
+  if (!languages.source.empty() && languages.source != "mul") {
+    routed.split_language = languages.source;
   }
-  auto prepared = PrepareRequest(request, *admitted.model->translator, context.config.limits,
-                                 route->target_token, split_language);
-  if (!prepared.ok()) return prepared.status();
-  admitted.prepared = *std::move(prepared);
-  admitted.deadline = DeadlineOf(ctx);
-  if (admitted.deadline <= absl::Now()) {
+  routed.deadline = DeadlineOf(ctx);
+  if (routed.deadline <= absl::Now()) {
     return absl::DeadlineExceededError("deadline already passed");
   }
-  return admitted;
+  return routed;
+}
+
+}  // namespace
+
+void Admit(ServiceContext& context, const grpc::CallbackServerContext* ctx,
+           const v1::TranslateRequest& request, std::string* model_name,
+           std::function<bool()> cancelled, std::function<void(absl::StatusOr<Admission>)> done) {
+  auto routed = RouteOf(context, ctx, request);
+  if (!routed.ok()) return done(routed.status());
+  *model_name = routed->model;
+  const std::string model = routed->model;
+  const absl::Time deadline = routed->deadline;
+  context.repository->Acquire(
+      model, deadline, std::move(cancelled),
+      [&context, &request, routed = *std::move(routed),
+       done = std::move(done)](absl::StatusOr<ModelLease> lease) {
+        if (!lease.ok()) return done(lease.status());
+        Admission admitted;
+        admitted.lease = *std::move(lease);
+        admitted.model = admitted.lease.get();
+        admitted.deadline = routed.deadline;
+        admitted.detected_language = routed.detected_language;
+        admitted.detected_confidence = routed.detected_confidence;
+        const std::string& split = routed.split_language.empty() ? admitted.model->languages.source
+                                                                 : routed.split_language;
+        auto prepared = PrepareRequest(request, *admitted.model->translator, context.config.limits,
+                                       routed.target_token, split);
+        if (!prepared.ok()) return done(prepared.status());
+        admitted.prepared = *std::move(prepared);
+        if (admitted.deadline <= absl::Now()) {
+          return done(absl::DeadlineExceededError("the deadline passed while the model loaded"));
+        }
+        done(std::move(admitted));
+      });
 }
 
 absl::Status StartSentences(

@@ -24,22 +24,27 @@ absl::Status Authenticate(const ServiceContext& context, const grpc::CallbackSer
 
 // An admitted request, kept by its reactor for as long as the call runs.
 struct Admission {
-  ServedModel* model = nullptr;
-  PreparedRequest prepared;  // options, the texts as documents, their segments' ids, ...
+  ModelLease lease;              // holds the model's version until the call is answered
+  ServedModel* model = nullptr;  // lease.get()
+  PreparedRequest prepared;      // options, the texts as documents, their segments' ids, ...
   absl::Time deadline = absl::InfiniteFuture();
   // With source_language "auto": what the detector said ("" when it could not tell).
   std::string detected_language;
   float detected_confidence = 0;
 };
 
-// Token, model (UNAVAILABLE while loading; by name or by language pair, detecting the source
-// language for "auto"; NOT_FOUND if none), request limits (segmenting and tokenizing on this
-// gRPC thread), deadline. `model_name` is set as soon as the model is known, so a rejected
-// request is still counted under it. A call that reaches us while draining is served: gRPC
-// accepted it before its shutdown closed the door, and refusing it now would fail it where a
-// balancer cannot retry (the scheduler refuses once it is shut down).
-absl::StatusOr<Admission> Admit(ServiceContext& context, const grpc::CallbackServerContext* ctx,
-                                const v1::TranslateRequest& request, std::string* model_name);
+// Token, model (UNAVAILABLE while the server starts; by name or by language pair, detecting the
+// source language for "auto"; NOT_FOUND if none), the model's version (waiting for its load when
+// it is not loaded: repository errors such as RESOURCE_EXHAUSTED), request limits (segmenting
+// and tokenizing), deadline. `done` gets the result exactly once: at once on this gRPC thread
+// when the model is loaded, else from the repository's loader or housekeeping thread once the
+// load is over, the deadline passes or `cancelled` says so. `model_name` is set before the wait,
+// so a rejected request is still counted under it. A call that reaches us while draining is
+// served: gRPC accepted it before its shutdown closed the door, and refusing it now would fail
+// it where a balancer cannot retry (the scheduler refuses once it is shut down).
+void Admit(ServiceContext& context, const grpc::CallbackServerContext* ctx,
+           const v1::TranslateRequest& request, std::string* model_name,
+           std::function<bool()> cancelled, std::function<void(absl::StatusOr<Admission>)> done);
 
 // Queues one job per segment of an admitted request, then answers its empty segments
 // (Translator::IsEmptySource) with the empty translation without queueing them. `on_done(i,

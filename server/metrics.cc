@@ -116,11 +116,9 @@ int ServerMetrics::Expose(const std::string& address) {
   }
 }
 
-ServerMetrics::ModelMetrics* ServerMetrics::AddModel(const std::string& model,
-                                                     const std::string& device,
-                                                     const std::string& dtype,
-                                                     const std::string& architecture,
-                                                     int64_t kv_cache_capacity_bytes) {
+std::unique_ptr<ServerMetrics::ModelMetrics> ServerMetrics::AddModel(
+    const std::string& model, const std::string& device, const std::string& dtype,
+    const std::string& architecture, int64_t kv_cache_capacity_bytes) {
   Families& f = *families_;
   const prometheus::Labels l{{"model", model}};
   auto m = std::make_unique<ModelMetrics>();
@@ -146,8 +144,7 @@ ServerMetrics::ModelMetrics* ServerMetrics::AddModel(const std::string& model,
       ->Add(
           {{"model", model}, {"device", device}, {"dtype", dtype}, {"architecture", architecture}})
       .Set(1);
-  models_.push_back(std::move(m));
-  return models_.back().get();
+  return m;
 }
 
 void ServerMetrics::RecordRequest(const std::string& method, const std::string& code,

@@ -34,11 +34,12 @@ class ServerMetrics {
   // Serves /metrics on `address` ("0.0.0.0:9464"). Returns the bound port, or -1 on failure.
   int Expose(const std::string& address);
 
-  // Registers a model: its info and KV-capacity gauges (capacity 0 = unbounded) and the observer
-  // to hand to its scheduler.
-  ModelMetrics* AddModel(const std::string& model, const std::string& device,
-                         const std::string& dtype, const std::string& architecture,
-                         int64_t kv_cache_capacity_bytes);
+  // Registers a model version: its info and KV-capacity gauges (capacity 0 = unbounded) and the
+  // observer to hand to its scheduler. Versions of one model share its series; the observer
+  // must outlive the scheduler it observes.
+  std::unique_ptr<ModelMetrics> AddModel(const std::string& model, const std::string& device,
+                                         const std::string& dtype, const std::string& architecture,
+                                         int64_t kv_cache_capacity_bytes);
 
   // One finished RPC; `protocol` is the front end it came through ("grpc", "http").
   void RecordRequest(const std::string& method, const std::string& code, const std::string& model,
@@ -91,7 +92,6 @@ class ServerMetrics {
   std::unique_ptr<prometheus::Exposer> exposer_;
   prometheus::Family<prometheus::Counter>* requests_ = nullptr;
   prometheus::Family<prometheus::Histogram>* duration_ = nullptr;
-  std::vector<std::unique_ptr<ModelMetrics>> models_;
   struct Families;
   std::unique_ptr<Families> families_;
 };

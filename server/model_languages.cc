@@ -72,7 +72,7 @@ std::string ModelLanguages::TokenFor(std::string_view t) const {
 
 absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
                                                   const std::string& pair,
-                                                  const Translator& translator) {
+                                                  const MarianTokenizer& tok) {
   ModelLanguages l;
   if (!pair.empty()) {
     if (!ParsePair(pair, &l.source, &l.target)) {
@@ -83,7 +83,6 @@ absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
     FromTokenizerConfig(model_dir, &l);
     if (l.source.empty() || l.target.empty()) FromDirectoryName(model_dir, &l);
   }
-  const MarianTokenizer& tok = translator.tokenizer();
   for (int64_t id = 0; id < tok.target_vocab_size(); ++id) {
     const std::string_view piece = tok.TargetIdToPiece(static_cast<int32_t>(id));
     const std::string lang = text::TargetTokenLanguage(piece);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/translator/translator.h"
+#include "model/tokenizer/marian_tokenizer.h"
 
 namespace transerve {
 
@@ -32,6 +32,6 @@ struct ModelLanguages {
 // it is given and malformed.
 absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
                                                   const std::string& pair,
-                                                  const Translator& translator);
+                                                  const MarianTokenizer& tokenizer);
 
 }  // namespace transerve

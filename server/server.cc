@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "model/core/logging.h"
+#include "server/admin_service.h"
 #include "server/credentials.h"
 #include "server/http/grpc_bridge.h"
 #include "server/http/http_server.h"
@@ -48,6 +49,7 @@ struct TranserveServer::Impl {
   absl::Mutex health_mu;
   bool device_lost ABSL_GUARDED_BY(health_mu) = false;
   std::unique_ptr<grpc::Service> service;  // declared first: outlives the server
+  std::unique_ptr<grpc::Service> admin;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<http::HttpFrontEnd> http;  // after the server: stopped and destroyed first
   int port = 0;
@@ -69,23 +71,34 @@ struct TranserveServer::Impl {
   }
   void RefreshGauges() {
     if (!context.ready.load()) return;
-    for (auto& m : context.models) {
-      m->metrics->SetStats(m->scheduler->stats());
-      if (const absl::Status failure = m->scheduler->failure(); !failure.ok()) {
-        bool first = false;
-        {
-          absl::MutexLock lock(&health_mu);
-          first = !device_lost;
-          device_lost = true;
-        }
-        if (first) {
-          Log().error("model '{}' can translate nothing more ({}): health is NOT_SERVING", m->name,
-                      std::string(failure.message()));
-          UpdateHealth();
-          if (context.config.on_device_lost) context.config.on_device_lost(failure);
-        }
+    std::string lost_model;
+    absl::Status lost;
+    context.repository->ForEachServing([&](ServedModel& m) {
+      m.metrics->SetStats(m.scheduler->stats());
+      if (absl::Status failure = m.scheduler->failure(); !failure.ok() && lost.ok()) {
+        lost_model = m.name;
+        lost = std::move(failure);
       }
+    });
+    if (lost.ok()) return;
+    bool first = false;
+    {
+      absl::MutexLock lock(&health_mu);
+      first = !device_lost;
+      device_lost = true;
     }
+    if (first) {
+      Log().error("model '{}' can translate nothing more ({}): health is NOT_SERVING", lost_model,
+                  std::string(lost.message()));
+      UpdateHealth();
+      if (context.config.on_device_lost) context.config.on_device_lost(lost);
+    }
+  }
+  // Per model: "transerve.v1.Translator/NAME" is SERVING while NAME is loaded.
+  void SetModelHealth(const std::string& model, bool loaded) {
+    if (server == nullptr) return;
+    server->GetHealthCheckService()->SetServingStatus(absl::StrCat(kServiceName, "/", model),
+                                                      loaded);
   }
 };
 
@@ -122,7 +135,9 @@ TranserveServer::TranserveServer(std::unique_ptr<Impl> impl) : impl_(std::move(i
 
 absl::StatusOr<std::unique_ptr<TranserveServer>> TranserveServer::Start(
     const ServerConfig& config) {
-  if (config.model_dirs.empty()) return absl::InvalidArgumentError("no --model_dir given");
+  if (config.model_dirs.empty() && config.model_repository.empty()) {
+    return absl::InvalidArgumentError("no --model_dir or --model_repository given");
+  }
   auto impl = std::make_unique<Impl>(config);
   // Names are checked before anything listens.
   std::vector<std::string> names;
@@ -139,11 +154,13 @@ absl::StatusOr<std::unique_ptr<TranserveServer>> TranserveServer::Start(
   grpc::EnableDefaultHealthCheckService(true);                 // before the builder
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();  // keeps grpc++_reflection linked
   impl->service = MakeTranslatorService(&impl->context);
+  impl->admin = MakeAdminService(&impl->context);
   auto credentials = ServerCredentialsFor(config);
   if (!credentials.ok()) return credentials.status();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.address, *credentials, &impl->port);
   builder.RegisterService(impl->service.get());
+  builder.RegisterService(impl->admin.get());
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
   builder.SetMaxSendMessageSize(config.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, config.keepalive_time_ms);
@@ -184,72 +201,39 @@ absl::StatusOr<std::unique_ptr<TranserveServer>> TranserveServer::Start(
 absl::Status TranserveServer::LoadModels() {
   Impl& impl = *impl_;
   if (impl.context.ready.load()) return absl::OkStatus();
-  std::vector<std::unique_ptr<ServedModel>> models;
-  for (const auto& dir : impl.context.config.model_dirs) {
-    auto m = std::make_unique<ServedModel>();
-    m->name = ModelName(dir);
-    m->dir = dir;
-    TranslatorOptions topts;
-    topts.model_dir = dir;
-    topts.device = impl.context.config.device;
-    topts.dtype = impl.context.config.dtype;
-    topts.num_threads = impl.context.config.num_threads;
-    topts.kv_cache_max_bytes = impl.context.config.kv_cache_bytes;
-    auto translator = Translator::Create(topts);
-    if (!translator.ok()) {
-      return absl::Status(
-          translator.status().code(),
-          absl::StrCat("model '", m->name, "' (", dir, "): ", translator.status().message()));
-    }
-    m->translator = *std::move(translator);
-    if (impl.context.config.warmup) {
-      DecodingOptions o = m->translator->DefaultOptions();
-      o.beam_size = 1;
-      o.num_hypotheses = 1;
-      o.max_length = std::min(o.max_length, 8);
-      o.min_length = 0;
-      const std::vector<std::string> texts{"Hello world."};
-      if (auto r = m->translator->Translate(texts, o); !r.ok()) {
-        return absl::Status(
-            r.status().code(),
-            absl::StrCat("model '", m->name, "': warm-up failed: ", r.status().message()));
-      }
-    }
-    const MarianConfig& c = m->translator->model().config;
-    const std::string device(DeviceName(m->translator->device()));
-    const std::string arch =
-        absl::StrCat("marian transformer ", c.encoder_layers, "+", c.decoder_layers,
-                     " layers, d_model ", c.d_model, ", ", c.encoder_attention_heads,
-                     " heads, ffn ", c.encoder_ffn_dim, ", vocab ", c.vocab_size);
-    m->info.set_name(m->name);
-    m->info.set_architecture(arch);
-    m->info.set_device(device);
-    m->info.set_dtype(m->translator->dtype());
-    m->info.set_max_source_tokens(static_cast<int32_t>(std::min<int64_t>(
-        c.max_position_embeddings, impl.context.config.limits.max_source_tokens)));
-    m->info.set_is_default(models.empty());
-    const auto pair = impl.context.config.model_languages.find(m->name);
-    auto languages = ReadModelLanguages(
-        dir, pair == impl.context.config.model_languages.end() ? "" : pair->second, *m->translator);
-    if (!languages.ok()) return languages.status();
-    m->languages = *std::move(languages);
-    m->info.set_source_language(m->languages.source);
-    m->info.set_target_language(m->languages.target);
-    for (const std::string& t : m->languages.targets()) m->info.add_target_languages(t);
-    m->metrics = impl.context.metrics.AddModel(m->name, device, m->translator->dtype(), arch,
-                                               impl.context.config.kv_cache_bytes);
-    m->scheduler = std::make_unique<Scheduler>(m->translator.get(), impl.context.config.scheduler);
-    m->scheduler->SetObserver(m->metrics);
-    Log().info("model '{}' loaded from {} on {}: {}, languages {}-{}", m->name, dir, device, arch,
-               m->languages.source.empty() ? "?" : m->languages.source,
-               m->languages.target.empty() ? "?" : m->languages.target);
-    models.push_back(std::move(m));
+  const ServerConfig& config = impl.context.config;
+  ModelRepositoryOptions options;
+  options.root = config.model_repository;
+  options.poll_interval = config.repository_poll_interval;
+  options.budget.bytes = static_cast<int64_t>(config.model_memory_mb * (1 << 20));
+  options.budget.max_models = config.max_loaded_models;
+  options.max_room_wait = config.scheduler.max_queue_wait;
+  options.default_model = config.default_model;
+  options.model_languages = config.model_languages;
+  options.load.device = config.device;
+  options.load.dtype = config.dtype;
+  options.load.num_threads = config.num_threads;
+  options.load.kv_cache_bytes = config.kv_cache_bytes;
+  options.load.max_source_tokens = config.limits.max_source_tokens;
+  options.load.warmup = config.warmup;
+  options.load.scheduler = config.scheduler;
+  Impl* raw = &impl;
+  auto repository = std::make_unique<ModelRepository>(
+      std::move(options), impl.context.metrics,
+      [raw](const std::string& model, bool loaded) { raw->SetModelHealth(model, loaded); });
+  for (const auto& dir : config.model_dirs) {
+    if (auto s = repository->AddPinned(ModelName(dir), dir); !s.ok()) return s;
+    raw->SetModelHealth(ModelName(dir), true);
   }
-  for (const auto& m : models) impl.context.routable.push_back({m->name, m->languages});
-  impl.context.models = std::move(models);
+  if (auto s = repository->Start(config.preload); !s.ok()) return s;
+  impl.context.repository = std::move(repository);
   impl.context.ready.store(true);
   impl.UpdateHealth();
   return absl::OkStatus();
+}
+
+void TranserveServer::ReloadModels() {
+  if (impl_->context.ready.load()) impl_->context.repository->ReloadAll();
 }
 
 absl::Status TranserveServer::Drain(absl::Duration timeout) {
@@ -304,21 +288,12 @@ absl::Status TranserveServer::Drain(absl::Duration timeout) {
   // side, so that stuck ones cost one step grace, not one each.
   if (impl.context.ready.load()) {
     const absl::Duration left = std::max(absl::ZeroDuration(), deadline - absl::Now());
-    std::vector<absl::Status> stopped(impl.context.models.size());
-    std::vector<std::thread> stoppers;
-    for (size_t i = 0; i < impl.context.models.size(); ++i) {
-      stoppers.emplace_back([&impl, &stopped, i, left] {
-        stopped[i] = impl.context.models[i]->scheduler->Shutdown(left, kStepGrace);
-      });
-    }
-    for (std::thread& t : stoppers) t.join();
-    for (size_t i = 0; i < impl.context.models.size(); ++i) {
-      if (stopped[i].ok()) continue;
-      Log().error("model '{}': the drain found its decoder stuck: {}", impl.context.models[i]->name,
-                  std::string(stopped[i].message()));
+    for (const auto& [model, status] : impl.context.repository->Drain(left, kStepGrace)) {
+      Log().error("model '{}': the drain found its decoder stuck: {}", model,
+                  std::string(status.message()));
       if (result.ok()) {
-        result = absl::DeadlineExceededError(
-            absl::StrCat("model '", impl.context.models[i]->name, "': ", stopped[i].message()));
+        result =
+            absl::DeadlineExceededError(absl::StrCat("model '", model, "': ", status.message()));
       }
     }
   }
@@ -381,8 +356,10 @@ std::string TranserveServer::AnsweredSummary() const {
 std::string TranserveServer::Summary() const {
   const Impl& impl = *impl_;
   std::vector<std::string> models;
-  for (const auto& m : impl.context.models) {
-    models.push_back(absl::StrCat(m->name, "@", m->info.device()));
+  if (impl.context.ready.load()) {
+    for (const v1::ModelInfo& m : impl.context.repository->ModelInfos()) {
+      models.push_back(m.loaded() ? absl::StrCat(m.name(), "@", m.device()) : m.name());
+    }
   }
   const auto& l = impl.context.config.limits;
   const auto& s = impl.context.config.scheduler;
@@ -400,7 +377,11 @@ std::string TranserveServer::Summary() const {
       impl.context.config.tls_cert_file.empty()        ? "off"
       : impl.context.config.tls_client_ca_file.empty() ? "on"
                                                        : "mutual",
-      " auth_tokens=", impl.context.config.auth_tokens.size());
+      " auth_tokens=", impl.context.config.auth_tokens.size(),
+      " admin_tokens=", impl.context.config.admin_tokens.size(), " model_repository=",
+      impl.context.config.model_repository.empty() ? "-" : impl.context.config.model_repository,
+      " model_memory_mb=", impl.context.config.model_memory_mb,
+      " max_loaded_models=", impl.context.config.max_loaded_models);
 }
 
 }  // namespace transerve

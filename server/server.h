@@ -19,7 +19,14 @@
 namespace transerve {
 
 struct ServerConfig {
-  std::vector<std::string> model_dirs;  // name = directory base name; first = default
+  std::vector<std::string> model_dirs;  // pinned models; name = directory base name
+  // Each subdirectory that holds a model is one, loaded on demand (docs/model-repository.md).
+  std::string model_repository;
+  absl::Duration repository_poll_interval = absl::Seconds(2);
+  std::vector<std::string> preload;  // repository models loaded at start
+  double model_memory_mb = 0;        // the repository models' budget; 0 = unbounded
+  int max_loaded_models = 0;         // 0 = unbounded
+  std::string default_model;         // "" = the first --model_dir, else the first by name
   // "SRC-TGT" per model name, over what the model's files say (server/model_languages.h).
   std::map<std::string, std::string> model_languages;
   std::string address = "0.0.0.0:50051";         // port 0 picks a free port
@@ -48,6 +55,8 @@ struct ServerConfig {
   // Non-empty: Translator calls must send the metadata "authorization: Bearer <token>" with one
   // of these, else UNAUTHENTICATED (health and reflection stay open).
   std::vector<std::string> auth_tokens;
+  // transerve.v1.Admin's tokens, presented the same way; none: Admin is PERMISSION_DENIED.
+  std::vector<std::string> admin_tokens;
   // Called once, from a server thread, when a model's device is lost for good (a CUDA "sticky"
   // error; health has just turned NOT_SERVING). transerve-server then drains and exits 1, for
   // its supervisor to restart it: only a new process can use the GPU again.
@@ -60,8 +69,11 @@ class TranserveServer {
   static absl::StatusOr<std::unique_ptr<TranserveServer>> Start(const ServerConfig& config);
   ~TranserveServer();  // Drain(0) if not drained yet
 
-  // Loads and warms up every model, starts their schedulers, then health goes SERVING.
+  // Loads and warms up the --model_dir and --preload models, starts their schedulers, finds the
+  // repository's, then health goes SERVING.
   absl::Status LoadModels();
+  // SIGHUP: rescan the model repository and reload its loaded models.
+  void ReloadModels();
 
   // Health NOT_SERVING, then the listener closes and new calls are refused by gRPC (a load
   // balancer retries them elsewhere); in-flight calls finish within `timeout` (the rest are

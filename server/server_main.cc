@@ -33,6 +33,24 @@
 ABSL_FLAG(std::vector<std::string>, model_dir, {},
           "Model directory (Hugging Face Marian layout); repeat or give a comma list to serve "
           "several. The name is the directory's base name; the first is the default.");
+ABSL_FLAG(std::string, model_repository, "",
+          "Directory of models, one per subdirectory (named by it), loaded on demand and "
+          "unloaded under --model_memory_mb / --max_loaded_models; rescanned for new, removed "
+          "and changed models");
+ABSL_FLAG(absl::Duration, repository_poll_interval, absl::Seconds(2),
+          "How often --model_repository is rescanned");
+ABSL_FLAG(std::vector<std::string>, preload, {}, "Repository models to load at start (comma list)");
+ABSL_FLAG(double, model_memory_mb, 0,
+          "Memory budget of the repository's loaded models, in MiB; 0 = unbounded");
+ABSL_FLAG(int, max_loaded_models, 0, "Most repository models loaded at once; 0 = unbounded");
+ABSL_FLAG(std::string, default_model, "",
+          "The model of requests that name neither a model nor languages (default: the first "
+          "--model_dir, else the repository's first by name)");
+ABSL_FLAG(std::string, admin_tokens_file, "",
+          "File of admin bearer tokens (one per line): transerve.v1.Admin needs one of them");
+ABSL_FLAG(std::string, admin_token, "",
+          "If set, transerve.v1.Admin calls need 'authorization: Bearer TOKEN' (without an "
+          "admin token the Admin service is off); prefer TRANSERVE_ADMIN_TOKEN");
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on");
 ABSL_FLAG(std::string, metrics_host, "",
           "Address of the /metrics port; empty = --host (e.g. 127.0.0.1 keeps it private)");
@@ -181,8 +199,20 @@ int Run() {
       config.model_dirs.emplace_back(part);
     }
   }
-  if (config.model_dirs.empty()) {
-    std::cerr << "transerve-server: --model_dir is required\n";
+  config.model_repository = absl::GetFlag(FLAGS_model_repository);
+  config.repository_poll_interval = absl::GetFlag(FLAGS_repository_poll_interval);
+  config.preload = absl::GetFlag(FLAGS_preload);
+  config.model_memory_mb = absl::GetFlag(FLAGS_model_memory_mb);
+  config.max_loaded_models = absl::GetFlag(FLAGS_max_loaded_models);
+  config.default_model = absl::GetFlag(FLAGS_default_model);
+  if (config.model_dirs.empty() && config.model_repository.empty()) {
+    std::cerr << "transerve-server: --model_dir or --model_repository is required\n";
+    return 2;
+  }
+  if (config.model_memory_mb < 0 || config.max_loaded_models < 0 ||
+      config.repository_poll_interval <= absl::ZeroDuration()) {
+    std::cerr << "transerve-server: --model_memory_mb and --max_loaded_models must not be "
+                 "negative, --repository_poll_interval must be positive\n";
     return 2;
   }
   const std::string batching = absl::GetFlag(FLAGS_batching);
@@ -248,6 +278,17 @@ int Run() {
   if (const std::string token = absl::GetFlag(FLAGS_auth_token); !token.empty()) {
     config.auth_tokens.push_back(token);
   }
+  if (const std::string file = absl::GetFlag(FLAGS_admin_tokens_file); !file.empty()) {
+    auto tokens = ReadTokensFile(file);
+    if (!tokens.ok()) {
+      std::cerr << "transerve-server: --admin_tokens_file: " << tokens.status().message() << "\n";
+      return 2;
+    }
+    config.admin_tokens = *std::move(tokens);
+  }
+  if (const std::string token = absl::GetFlag(FLAGS_admin_token); !token.empty()) {
+    config.admin_tokens.push_back(token);
+  }
   if (!StepHookFromEnvironment(&config.scheduler)) return 2;
   if (config.scheduler.admission.max_batch_sequences < 1 ||
       config.scheduler.admission.max_batch_tokens < 1 || config.scheduler.max_queue < 1 ||
@@ -260,11 +301,13 @@ int Run() {
     return 2;
   }
 
-  // SIGTERM/SIGINT are taken synchronously by one thread; block them before any thread starts.
+  // SIGTERM/SIGINT (drain) and SIGHUP (reload the repository) are taken synchronously by one
+  // thread; block them before any thread starts.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   std::atomic<bool> device_lost{false};
@@ -298,7 +341,16 @@ int Run() {
     loaded.Notify();
   });
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (true) {
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) break;
+    if (loaded.HasBeenNotified() && !load_failed.load()) {
+      Log().info("SIGHUP: rescanning the model repository and reloading its loaded models");
+      (*server)->ReloadModels();
+    } else {
+      Log().info("SIGHUP while loading the models: ignored");
+    }
+  }
   const absl::Time signalled = absl::Now();
   const absl::Duration drain = absl::GetFlag(FLAGS_drain_timeout);
   // Loading (or its warm-up) may hang like any engine call: it gets the drain's time, no more.
@@ -338,7 +390,8 @@ int main(int argc, char** argv) {
   transerve::PrepareEngineProcess(argv);
   absl::SetProgramUsageMessage(
       "Serves Marian translation models over gRPC and HTTP.\n"
-      "  transerve-server --model_dir=DIR[,DIR...] [--port=50051] [--http_port=5000]\n"
+      "  transerve-server --model_dir=DIR[,DIR...] | --model_repository=DIR [--port=50051]\n"
+      "                   [--http_port=5000] [--admin_token=T]\n"
       "                   [--metrics_port=9464]\n"
       "                   [--device=auto|cpu|cuda] [--batching=continuous|static]\n"
       "Every flag may also come from TRANSERVE_<NAME> (e.g. TRANSERVE_MODEL_DIR).");

@@ -1,5 +1,5 @@
 // What the Translator service's calls share with the server that runs them: the configuration,
-// the served models, the metrics and the count of calls in flight (which the drain waits on).
+// the model repository, the metrics and the count of calls in flight (which the drain waits on).
 #pragma once
 
 #include <grpcpp/support/status.h>
@@ -16,27 +16,12 @@ class CallbackServerContext;
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "model/translator/translator.h"
 #include "server/metrics.h"
-#include "server/model_languages.h"
-#include "server/model_routing.h"
-#include "server/scheduler.h"
+#include "server/models/model_repository.h"
 #include "server/server.h"
 #include "transerve/v1/translator.pb.h"
 
 namespace transerve {
-
-// One model as served: its translator, the scheduler that owns it, its metrics and what
-// ListModels says about it. The scheduler is declared after the translator: destroyed first.
-struct ServedModel {
-  std::string name;
-  std::string dir;
-  std::unique_ptr<Translator> translator;
-  std::unique_ptr<Scheduler> scheduler;
-  ServerMetrics::ModelMetrics* metrics = nullptr;
-  ModelLanguages languages;
-  v1::ModelInfo info;
-};
 
 class ServiceContext {
  public:
@@ -46,8 +31,8 @@ class ServiceContext {
 
   const ServerConfig config;
   ServerMetrics metrics;
-  std::vector<std::unique_ptr<ServedModel>> models;  // filled once, before `ready`
-  std::vector<RoutableModel> routable;               // the same models, for RouteRequest
+  // Every model, loaded or not; set once, before `ready`.
+  std::unique_ptr<ModelRepository> repository;
   std::atomic<bool> ready{false};
 
   // A translation call starts / has finished (its reactor's OnDone).

@@ -69,8 +69,14 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     std::vector<std::optional<text::AlignedTranslation>> restored;
   };
 
+  // Its model may have to load first: Admitted runs once it is at hand (or the call failed).
   void Begin() {
-    auto admission = Admit(*context_, ctx_, request_, &model_name_);
+    Admit(
+        *context_, ctx_, request_, &model_name_, [this] { return cancelled_.load(); },
+        [this](absl::StatusOr<Admission> admission) { Admitted(std::move(admission)); });
+  }
+
+  void Admitted(absl::StatusOr<Admission> admission) {
     if (!admission.ok()) return FailNow(admission.status());
     admitted_ = *std::move(admission);
     const PreparedRequest& prepared = admitted_.prepared;

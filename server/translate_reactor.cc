@@ -38,8 +38,14 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
   }
 
  private:
+  // Its model may have to load first: Admitted runs once it is at hand (or the call failed).
   void Begin() {
-    auto admission = Admit(*context_, ctx_, request_, &model_name_);
+    Admit(
+        *context_, ctx_, request_, &model_name_, [this] { return cancelled_.load(); },
+        [this](absl::StatusOr<Admission> admission) { Admitted(std::move(admission)); });
+  }
+
+  void Admitted(absl::StatusOr<Admission> admission) {
     if (!admission.ok()) return Fail(admission.status());
     admitted_ = *std::move(admission);
     const size_t n = admitted_.prepared.sources.size();

@@ -68,7 +68,8 @@ class TranslatorService final : public Base {
     } else if (!context_->ready.load()) {
       status = ToGrpcStatus(absl::UnavailableError("the server is still loading its models"));
     } else {
-      for (auto& m : context_->models) *resp->add_models() = m->info;
+      for (v1::ModelInfo& m : context_->repository->ModelInfos())
+        *resp->add_models() = std::move(m);
     }
     context_->Record("ListModels", status.error_code(), "", ctx, start, 0);
     reactor->Finish(status);

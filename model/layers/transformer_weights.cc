@@ -1,5 +1,7 @@
 #include "model/layers/transformer_weights.h"
 
+#include <unordered_set>
+
 namespace transerve {
 namespace {
 
@@ -48,6 +50,57 @@ TransformerWeights CopyWeightsTo(const TransformerWeights& w, Device device, DTy
                            CopyLinear(l.fc2, device, dtype), CopyNorm(l.final_norm, device)});
   }
   return out;
+}
+
+namespace {
+
+class StorageCounter {
+ public:
+  void Add(const Tensor& t) {
+    if (t.empty() || !seen_.insert(t.data<char>()).second) return;
+    bytes_ += static_cast<int64_t>(t.capacity_bytes());
+  }
+  void Add(const LinearWeights& l) {
+    Add(l.weight);
+    Add(l.bias);
+    Add(l.packed.panels);
+  }
+  void Add(const LayerNormWeights& n) {
+    Add(n.gamma);
+    Add(n.beta);
+  }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  std::unordered_set<const char*> seen_;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace
+
+int64_t StorageBytes(const TransformerWeights& w) {
+  StorageCounter count;
+  for (const Tensor* t :
+       {&w.encoder_embedding, &w.decoder_embedding, &w.encoder_positions, &w.decoder_positions}) {
+    count.Add(*t);
+  }
+  count.Add(w.output);
+  count.Add(w.cross_kv);
+  for (const EncoderLayerWeights& l : w.encoder) {
+    for (const LinearWeights* x : {&l.self_qkv, &l.self_out, &l.fc1, &l.fc2}) count.Add(*x);
+    count.Add(l.self_attn_norm);
+    count.Add(l.final_norm);
+  }
+  for (const DecoderLayerWeights& l : w.decoder) {
+    for (const LinearWeights* x :
+         {&l.self_qkv, &l.self_out, &l.cross_q, &l.cross_out, &l.fc1, &l.fc2}) {
+      count.Add(*x);
+    }
+    count.Add(l.self_attn_norm);
+    count.Add(l.cross_attn_norm);
+    count.Add(l.final_norm);
+  }
+  return count.bytes();
 }
 
 void PackWeights(TransformerWeights* weights) {

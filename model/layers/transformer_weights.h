@@ -76,6 +76,9 @@ struct TransformerWeights {
   std::vector<DecoderLayerWeights> decoder;
 };
 
+// Bytes of storage the weights hold, each storage once (tied tables share theirs).
+int64_t StorageBytes(const TransformerWeights& weights);
+
 // Packs every linear layer's weight for the CPU product kernel and releases the row-major
 // copy, so a loaded model holds each weight once (the embedding tables stay as they are).
 void PackWeights(TransformerWeights* weights);

@@ -369,4 +369,6 @@ absl::StatusOr<std::vector<SearchResult>> Translator::TranslateSources(
   return results;
 }
 
+int64_t Translator::WeightBytes() const { return StorageBytes(model_->weights); }
+
 }  // namespace transerve

@@ -101,6 +101,8 @@ class Translator {
   // The model's own generation defaults (generation_config.json), validated and capped.
   DecodingOptions DefaultOptions() const;
   const MarianModel& model() const { return *model_; }
+  // Bytes the model's weights hold (on its device), each storage once.
+  int64_t WeightBytes() const;
   const MarianTokenizer& tokenizer() const { return *tokenizer_; }
   const SpecialTokens& special_tokens() const { return special_; }
   const KvBlockPool& kv_pool() const { return *kv_pool_; }

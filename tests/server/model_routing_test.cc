@@ -126,12 +126,9 @@ TEST(RouteRequest, AModelWithUnknownLanguagesIsTakenAtTheCallersWord) {
 
 class ModelLanguagesTest : public ::testing::Test {
  protected:
-  static const Translator& Model() {
-    static Translator* t = [] {
-      TranslatorOptions o;
-      o.model_dir = TRANSERVE_SOURCE_DIR "/tests/fixtures/tiny-marian/model";
-      o.num_threads = 1;
-      auto r = Translator::Create(o);
+  static const MarianTokenizer& Model() {
+    static MarianTokenizer* t = [] {
+      auto r = MarianTokenizer::Load(TRANSERVE_SOURCE_DIR "/tests/fixtures/tiny-marian/model");
       EXPECT_TRUE(r.ok()) << r.status();
       return r->release();
     }();
