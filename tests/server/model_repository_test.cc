@@ -30,6 +30,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <latch>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -551,6 +552,15 @@ TEST_F(ModelRepositoryTest, RemovalFinishesQueuedWorkThenAnswersNotFound) {
   std::atomic<int> outstanding{kCalls};
   std::vector<std::string> failures(kCalls);
   std::vector<std::thread> calls;
+  // Joined however the test body ends (an ASSERT below returns early).
+  struct JoinAll {
+    std::vector<std::thread>& threads;
+    ~JoinAll() {
+      for (auto& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } join_all{calls};
   for (int c = 0; c < kCalls; ++c) {
     calls.emplace_back([&, c] {
       auto stub = server.NewTranslator();
@@ -567,8 +577,12 @@ TEST_F(ModelRepositoryTest, RemovalFinishesQueuedWorkThenAnswersNotFound) {
         failures[c] = Describe(s);
         return;
       }
+      if (got.size() != static_cast<size_t>(kTextsPerCall)) {
+        failures[c] = absl::StrCat(got.size(), " translations");
+        return;
+      }
       for (int i = 0; i < kTextsPerCall; ++i) {
-        if (!(got.at(i) == alone[picked[i]])) failures[c] = absl::StrCat("text ", i, " differs");
+        if (!(got[i] == alone[picked[i]])) failures[c] = absl::StrCat("text ", i, " differs");
       }
     });
   }
@@ -585,6 +599,10 @@ TEST_F(ModelRepositoryTest, RemovalFinishesQueuedWorkThenAnswersNotFound) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << Describe(s);
   for (auto& t : calls) t.join();
   for (int c = 0; c < kCalls; ++c) EXPECT_EQ(failures[c], "") << "call " << c;
+  // Work in flight finished: nothing of the removed model is left resident.
+  v1::AdminListModelsResponse list;
+  ASSERT_TRUE(server.List(&list).ok());
+  EXPECT_EQ(list.models_size(), 1);
   // The test is only worth its name if the removal met work still queued or running.
   EXPECT_GT(outstanding_when_gone, 0);
 
@@ -631,16 +649,18 @@ TEST_F(ModelRepositoryTest, FirstRequestsShareOneLoadAndHealthFollowsIt) {
   std::vector<Answer> answers(kFirst);
   std::vector<grpc::Status> statuses(kFirst);
   std::vector<std::thread> first;
+  std::latch start(kFirst);  // sent together, so that they meet one load
   for (int i = 0; i < kFirst; ++i) {
     first.emplace_back([&, i] {
       auto stub = server.NewTranslator();
-      statuses[i] = TranslateOne(stub.get(), "a", Pool()[0], 1, &answers[i]);
+      start.arrive_and_wait();
+      statuses[i] = TranslateOne(stub.get(), "a", Pool()[i % 2], 1, &answers[i]);
     });
   }
   for (auto& t : first) t.join();
   for (int i = 0; i < kFirst; ++i) {
     ASSERT_TRUE(statuses[i].ok()) << Describe(statuses[i]);
-    EXPECT_EQ(answers[i], answers[0]);
+    EXPECT_EQ(answers[i], answers[i % 2]);
   }
   auto a_after = server.Status("a");
   ASSERT_TRUE(a_after.has_value());
