@@ -225,7 +225,7 @@ TEST_F(ModelRepositoryLoadTest, SixModelsTwoLoadedMixedCallersGetTheirModelsAnsw
           continue;
         }
         for (size_t i = 0; i < picked.size(); ++i) {
-          const Answer& want = alone[Key(model, picked[i], beam)];
+          const Answer& want = alone.at(Key(model, picked[i], beam));
           if (!(got[i] == want)) {
             failures[c].push_back(absl::StrCat(what, " text ", picked[i], ": got '", got[i].text,
                                                "' (", got[i].score, "), alone '", want.text, "' (",
