@@ -11,7 +11,8 @@ loaded-model limit, reloads under load.
     (8000 pieces) instead of opus-mt's 58101, and the shipped model's SentencePiece files and
     vocab.json: a random checkpoint has no tokenizer of its own, and text is what a first request
     sends. The load time the server measured (transerve_model_load_seconds) and a second, warm
-    request are reported beside it.
+    request are reported beside it. Cold is the process's: each run copies the model into its
+    repository just before, so its files are in the page cache (not a first read from disk).
 (ii) Twenty models (copies of the shipped model, m00..m19) with --max_loaded_models=4: --callers
     closed-loop callers for --duration seconds, each call to a model drawn from a Zipf law
     (s = --zipf_s, seeded; m00 the most popular). Calls/s, p50/p99 latency, and the hit rate:
