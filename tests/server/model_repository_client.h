@@ -17,11 +17,11 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/testing/sentence_pool.h"
 #include "tests/testing/server_process.h"
