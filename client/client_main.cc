@@ -19,6 +19,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "client/admin_commands.h"
 #include "client/channel.h"
 #include "client/connection_flags.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -182,7 +183,8 @@ int ListModels(v1::Translator::Stub* stub) {
   if (!s.ok()) return ReportError(s);
   for (const auto& m : resp.models()) {
     std::cout << m.name() << (m.is_default() ? " (default)" : "") << "\t" << m.architecture()
-              << "\t" << m.device() << "\t" << m.dtype() << "\n";
+              << "\t" << m.device() << "\t" << m.dtype() << "\t"
+              << (m.loaded() ? "loaded" : "not loaded") << "\n";
   }
   return 0;
 }
@@ -212,6 +214,7 @@ int Run(const std::vector<char*>& positional) {
     return 2;
   }
   if (absl::GetFlag(FLAGS_health)) return CheckHealth(*channel);
+  if (AdminCommandRequested()) return RunAdminCommand(*channel, absl::GetFlag(FLAGS_timeout));
   auto stub = v1::Translator::NewStub(*channel);
   if (absl::GetFlag(FLAGS_list_models)) return ListModels(stub.get());
   auto translate = [&](const std::vector<std::string>& texts) {
@@ -250,7 +253,9 @@ int main(int argc, char** argv) {
       "  transerve-client --target=HOST:PORT [--model=NAME] [--beam_size=N] [--stream]\n"
       "                   [--show_scores] [--show_alignment] TEXT...   (or lines on stdin)\n"
       "  transerve-client --target=HOST:PORT --list_models\n"
-      "  transerve-client --target=HOST:PORT --health [--health_service=NAME]");
+      "  transerve-client --target=HOST:PORT --health [--health_service=NAME]\n"
+      "  transerve-client --target=HOST:PORT --admin=list|load|unload|reload [--admin_model=NAME]\n"
+      "                   [--admin_token=T | --admin_token_file=F]");
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = [](absl::string_view) { return true; };
   absl::SetFlagsUsageConfig(usage);

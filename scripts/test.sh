@@ -29,7 +29,8 @@ fi
 # Sanitized: every C++ test (engine, tokenizer, loader, scheduler, gRPC server, clients) and the
 # end-to-end scripts over the sanitized binaries. Not the Python tooling's own tests nor the
 # deployment checks (no C++ of ours runs there that the server tests do not already cover), nor
-# the overload and soak tests, which measure speed and memory (the sanitizers change both).
+# the overload and soak tests and the model repository's 60 s load test, which measure speed and
+# memory (the sanitizers change both).
 cmake --preset "$sanitize" >/dev/null
 cmake --build "build-$sanitize" -j"$jobs"
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1:strict_string_checks=1"
@@ -37,4 +38,4 @@ export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp"
 ctest --test-dir "build-$sanitize" --output-on-failure -j"$jobs" --timeout 1800 \
-  -E '^(tools\.|deploy\.|server_overload|server_soak)'
+  -E '^(tools\.|deploy\.|server_overload|server_soak|ModelRepositoryLoadTest\.)'

@@ -1,0 +1,789 @@
+// The model repository (issue 19, docs/model-repository.md) driven as users drive it: the real
+// transerve-server with --model_repository over directories of distinct random models
+// (tests/testing/model_variants.h), gRPC callers, transerve.v1.Admin and /metrics.
+//
+// What a right answer is: what that model answers for the text alone, asked of the same server
+// while it is otherwise idle (continuous batching is batch-invariant, so the answer under load
+// must be the same ids, text and score). For a version not served yet, a second repository
+// model holds the same files (one seed writes the same bytes) and is asked instead.
+//
+// The memory bound. The contract makes room before a load (the least recently used idle model
+// is unloaded; a load waits for room) and refuses a model larger than the whole budget, so
+// while no model is being reloaded the repository's resident bytes never exceed
+// --model_memory_mb and the loaded models never exceed --max_loaded_models. Only a reload
+// loads a second version beside the serving one; the mixed-load test has none, so it checks
+// the plain bound (kReloadOverheadModels = 0) on every 100 ms sample of Admin ListModels.
+//
+// "Replacing a model's files": the new files are written in a staging directory outside the
+// repository and renamed into the model's directory one by one, model.safetensors last
+// (model_variants.h). Every state between two renames is a whole model, and the directory is
+// never missing, so a poll never sees a removal; a poll between the renames may reload the old
+// weights once more, which answers as the old version did.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <latch>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "tests/server/model_repository_client.h"
+#include "tests/testing/model_variants.h"
+#include "transerve/v1/admin.grpc.pb.h"
+#include "transerve/v1/translator.grpc.pb.h"
+
+namespace transerve::repository_test {
+namespace {
+
+// Loaded models beside the budget's while no reload runs: none (see the header comment).
+constexpr int kReloadOverheadModels = 0;
+
+class ModelRepositoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    work_ = fs::temp_directory_path() /
+            absl::StrCat("transerve_model_repository_", getpid(), "_",
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(work_);
+    fs::create_directories(repo());
+  }
+  void TearDown() override {
+    if (HasFailure()) {
+      for (const auto& entry : fs::directory_iterator(work_)) {
+        if (entry.path().extension() == ".log") {
+          std::ifstream in(entry.path());
+          std::stringstream s;
+          s << in.rdbuf();
+          const std::string text = s.str();
+          std::cerr << "--- " << entry.path().filename() << " (last 4000 bytes)\n"
+                    << text.substr(text.size() > 4000 ? text.size() - 4000 : 0) << "\n";
+        }
+      }
+    }
+    fs::remove_all(work_);
+  }
+
+  fs::path repo() const { return work_ / "repo"; }
+  std::string RepositoryFlag() const { return "--model_repository=" + repo().string(); }
+  void AddVariant(const std::string& name, uint32_t seed) {
+    ASSERT_TRUE(testing::WriteModelVariant(testing::kTinyFixtureModel, repo() / name, seed).ok());
+  }
+
+  // One variant's resident bytes as the server reports them once loaded (for budgets).
+  int64_t ProbeResidentBytes() {
+    const fs::path probe_repo = work_ / "probe";
+    EXPECT_TRUE(
+        testing::WriteModelVariant(testing::kTinyFixtureModel, probe_repo / "probe", 1).ok());
+    RepositoryServer server(
+        work_, "probe",
+        {"--model_repository=" + probe_repo.string(), std::string("--admin_token=") + kAdminToken});
+    EXPECT_TRUE(server.serving()) << server.Log();
+    if (!server.serving()) return 0;
+    v1::ModelStatus status;
+    grpc::Status s = server.Load("probe", &status);
+    EXPECT_TRUE(s.ok()) << Describe(s);
+    // Some work first, in case the KV cache grows with use.
+    std::vector<Answer> unused;
+    EXPECT_TRUE(Unary(server.translator(), Request("probe", Pool(), 4), &unused).ok());
+    const int64_t bytes = server.Status("probe").value_or(v1::ModelStatus()).resident_bytes();
+    EXPECT_GT(bytes, 0);
+    EXPECT_EQ(server.Terminate(), 0);
+    fs::remove_all(probe_repo);
+    return bytes;
+  }
+
+  fs::path work_;
+};
+
+// --- a. six models, two at a time, 32 callers for 60 s -----------------------------------------
+
+constexpr int kLoadCallers = 32;
+constexpr auto kLoadDuration = std::chrono::seconds(60);
+constexpr int kLoadModels = 6;
+
+class ModelRepositoryLoadTest : public ModelRepositoryTest {};
+
+TEST_F(ModelRepositoryLoadTest, SixModelsTwoLoadedMixedCallersGetTheirModelsAnswers) {
+  const int64_t model_bytes = ProbeResidentBytes();
+  ASSERT_GT(model_bytes, 0);
+  // Room for two of them, not three.
+  const double budget_mb = 2.5 * static_cast<double>(model_bytes) / (1024.0 * 1024.0);
+  std::vector<std::string> models;
+  for (int i = 0; i < kLoadModels; ++i) {
+    models.push_back(absl::StrCat("m", i));
+    AddVariant(models.back(), 100 + i);
+  }
+  RepositoryServer server(
+      work_, "load",
+      {RepositoryFlag(), "--max_loaded_models=2", absl::StrCat("--model_memory_mb=", budget_mb),
+       std::string("--admin_token=") + kAdminToken});
+  ASSERT_TRUE(server.serving()) << server.Log();
+
+  // The right answers, one model at a time (each model's calls together: one load each).
+  const std::vector<std::string> texts = Pool();
+  using Key = std::tuple<std::string, int, int>;  // model, text, beam
+  std::map<Key, Answer> alone;
+  for (const auto& model : models) {
+    for (int beam : {1, 4}) {
+      for (int t = 0; t < static_cast<int>(texts.size()); ++t) {
+        Answer a;
+        grpc::Status s = TranslateOne(server.translator(), model, texts[t], beam, &a);
+        ASSERT_TRUE(s.ok()) << model << " " << Describe(s);
+        alone[{model, t, beam}] = a;
+      }
+    }
+  }
+  int distinct = 0;
+  for (int t = 0; t < static_cast<int>(texts.size()); ++t) {
+    std::set<std::vector<int32_t>> answers;
+    for (const auto& model : models) answers.insert(alone[Key(model, t, 1)].ids);
+    distinct += answers.size() > 1;
+  }
+  EXPECT_GT(distinct, 0) << "the variants translate every text alike: routing is invisible";
+
+  v1::AdminListModelsResponse first;
+  ASSERT_TRUE(server.List(&first).ok());
+  const int64_t budget_bytes = first.memory_budget_bytes();
+  EXPECT_NEAR(static_cast<double>(budget_bytes), budget_mb * 1024 * 1024, 1024 * 1024);
+  EXPECT_EQ(first.max_loaded_models(), 2);
+
+  // The sampler: Admin ListModels every 100 ms while the callers run.
+  std::atomic<bool> stop{false};
+  int64_t most_resident = 0, most_resident_rows = 0, largest_model = 0;
+  int most_loaded = 0, samples = 0, failed_samples = 0;
+  std::thread sampler([&] {
+    while (!stop.load()) {
+      v1::AdminListModelsResponse list;
+      if (!server.List(&list).ok()) {
+        ++failed_samples;
+      } else {
+        ++samples;
+        int64_t rows = 0;
+        int loaded = 0;
+        for (const auto& m : list.models()) {
+          rows += m.resident_bytes();
+          largest_model = std::max(largest_model, m.resident_bytes());
+          loaded += m.state() == v1::ModelStatus::LOADED;
+        }
+        most_resident = std::max(most_resident, list.resident_bytes());
+        most_resident_rows = std::max(most_resident_rows, rows);
+        most_loaded = std::max({most_loaded, loaded, list.loaded_models()});
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+
+  std::atomic<int> calls{0};
+  std::vector<std::string> failures[kLoadCallers];
+  std::vector<std::thread> callers;
+  const auto until = Clock::now() + kLoadDuration;
+  for (int c = 0; c < kLoadCallers; ++c) {
+    callers.emplace_back([&, c] {
+      std::mt19937 own(1900 + c);
+      auto stub = server.NewTranslator();
+      for (int k = 0; Clock::now() < until; ++k) {
+        const std::string& model = models[own() % models.size()];
+        const int beam = own() % 3 == 0 ? 4 : 1;
+        const bool streaming = own() % 2 == 0;
+        std::vector<int> picked(1 + own() % 3);
+        std::vector<std::string> call_texts;
+        for (int& p : picked) {
+          p = static_cast<int>(own() % texts.size());
+          call_texts.push_back(texts[p]);
+        }
+        std::vector<Answer> got;
+        const auto req = Request(model, call_texts, beam);
+        grpc::Status s = streaming ? Stream(stub.get(), req, &got) : Unary(stub.get(), req, &got);
+        calls.fetch_add(1);
+        const std::string what = absl::StrCat("caller ", c, " call ", k, " model ", model, " beam ",
+                                              beam, streaming ? " stream" : " unary");
+        if (!s.ok()) {
+          failures[c].push_back(absl::StrCat(what, ": ", Describe(s)));
+          continue;
+        }
+        if (got.size() != picked.size()) {
+          failures[c].push_back(absl::StrCat(what, ": ", got.size(), " translations"));
+          continue;
+        }
+        for (size_t i = 0; i < picked.size(); ++i) {
+          const Answer& want = alone.at(Key(model, picked[i], beam));
+          if (!(got[i] == want)) {
+            failures[c].push_back(absl::StrCat(what, " text ", picked[i], ": got '", got[i].text,
+                                               "' (", got[i].score, "), alone '", want.text, "' (",
+                                               want.score, ")"));
+          }
+        }
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  stop = true;
+  sampler.join();
+
+  int failed = 0;
+  for (int c = 0; c < kLoadCallers; ++c) {
+    failed += static_cast<int>(failures[c].size());
+    for (size_t i = 0; i < std::min<size_t>(failures[c].size(), 3); ++i) {
+      ADD_FAILURE() << failures[c][i];
+    }
+  }
+  EXPECT_EQ(failed, 0) << "of " << calls.load() << " calls";
+  EXPECT_GT(calls.load(), kLoadCallers);
+
+  // The bound (header comment): the budget, plus nothing while no reload runs.
+  EXPECT_GT(samples, 100);
+  EXPECT_EQ(failed_samples, 0);
+  EXPECT_GT(largest_model, 0);
+  EXPECT_LE(most_resident, budget_bytes + kReloadOverheadModels * largest_model);
+  EXPECT_LE(most_resident_rows, budget_bytes + kReloadOverheadModels * largest_model);
+  EXPECT_LE(most_loaded, 2 + kReloadOverheadModels);
+  EXPECT_GE(most_loaded, 1);
+
+  // Loads and unloads counted, the same in Admin and /metrics; every model in a settled state.
+  v1::AdminListModelsResponse after;
+  ASSERT_TRUE(server.List(&after).ok());
+  ASSERT_EQ(after.models_size(), kLoadModels);
+  int64_t loads = 0, unloads = 0;
+  int loaded = 0;
+  const std::string metrics = server.Metrics();
+  ASSERT_FALSE(metrics.empty());
+  for (const auto& m : after.models()) {
+    SCOPED_TRACE(m.name());
+    EXPECT_FALSE(m.pinned());
+    EXPECT_TRUE(m.state() == v1::ModelStatus::LOADED || m.state() == v1::ModelStatus::UNLOADED)
+        << v1::ModelStatus::State_Name(m.state());
+    EXPECT_EQ(m.failed_loads(), 0);
+    EXPECT_EQ(m.last_error(), "");
+    EXPECT_EQ(m.in_flight(), 0);
+    EXPECT_GE(m.loads(), 1);
+    EXPECT_GT(m.last_used_unix_ms(), 0);
+    EXPECT_EQ(m.resident_bytes() > 0, m.state() == v1::ModelStatus::LOADED);
+    loads += m.loads();
+    unloads += m.unloads();
+    loaded += m.state() == v1::ModelStatus::LOADED;
+    const std::string label = ModelLabel(m.name());
+    EXPECT_EQ(MetricSum(metrics, "transerve_model_loads_total", {label, "result=\"ok\""}),
+              m.loads());
+    EXPECT_EQ(MetricSum(metrics, "transerve_model_loads_total", {label, "result=\"error\""}), 0);
+    EXPECT_EQ(MetricSum(metrics, "transerve_model_unloads_total", {label}), m.unloads());
+    EXPECT_EQ(MetricSum(metrics, "transerve_model_loaded", {label}),
+              m.state() == v1::ModelStatus::LOADED ? 1 : 0);
+    EXPECT_EQ(MetricSum(metrics, "transerve_model_resident_bytes", {label}), m.resident_bytes());
+    EXPECT_GT(MetricSum(metrics, "transerve_model_last_use_timestamp_seconds", {label}), 1.7e9);
+    EXPECT_EQ(MetricSum(metrics, "transerve_model_load_seconds_count", {label}), m.loads());
+  }
+  EXPECT_GT(loads, kLoadModels);
+  EXPECT_GT(unloads, 0);
+  EXPECT_GT(MetricSum(metrics, "transerve_model_unloads_total", {"reason=\"budget\""}), 0);
+  EXPECT_LE(loaded, 2);
+  EXPECT_EQ(after.loaded_models(), loaded);
+  EXPECT_EQ(MetricSum(metrics, "transerve_model_repository_budget_bytes"), budget_bytes);
+  EXPECT_EQ(MetricSum(metrics, "transerve_model_repository_resident_bytes"),
+            after.resident_bytes());
+  std::cerr << calls.load() << " calls; " << loads << " loads, " << unloads
+            << " unloads; most resident " << most_resident << " of " << budget_bytes << " bytes in "
+            << samples << " samples\n";
+
+  EXPECT_EQ(server.Terminate(), 0) << server.Log();
+}
+
+// --- b. reloads under load ---------------------------------------------------------------------
+
+// Callers on one model, each recording when its call started and what came back.
+class Callers {
+ public:
+  Callers(RepositoryServer* server, const std::string& model, int n, int beam)
+      : server_(server), model_(model), beam_(beam), texts_(Pool()) {
+    for (int c = 0; c < n; ++c) {
+      threads_.emplace_back([this, c] { Run(c); });
+    }
+  }
+  ~Callers() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+  struct Call {
+    Clock::time_point started;
+    int text = 0;
+    grpc::Status status;
+    Answer answer;
+  };
+  const std::vector<Call>& calls() const { return calls_; }
+  const std::vector<std::string>& texts() const { return texts_; }
+
+ private:
+  void Run(int c) {
+    std::mt19937 own(500 + c);
+    auto stub = server_->NewTranslator();
+    while (!stop_) {
+      Call call;
+      call.started = Clock::now();
+      call.text = static_cast<int>(own() % texts_.size());
+      std::vector<Answer> got;
+      const auto req = Request(model_, {texts_[call.text]}, beam_);
+      call.status = own() % 2 == 0 ? Stream(stub.get(), req, &got) : Unary(stub.get(), req, &got);
+      if (call.status.ok() && got.size() != 1) {
+        call.status = grpc::Status(grpc::StatusCode::INTERNAL, "not one translation");
+      }
+      if (call.status.ok()) call.answer = got[0];
+      std::lock_guard<std::mutex> lock(mu_);
+      calls_.push_back(std::move(call));
+    }
+  }
+
+  RepositoryServer* server_;
+  std::string model_;
+  int beam_;
+  std::vector<std::string> texts_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<Call> calls_;
+  std::vector<std::thread> threads_;
+};
+
+// Each pool text's answer from `model`, asked alone.
+std::vector<Answer> AnswersAlone(RepositoryServer* server, const std::string& model, int beam) {
+  std::vector<Answer> answers;
+  for (const auto& text : Pool()) {
+    Answer a;
+    grpc::Status s = TranslateOne(server->translator(), model, text, beam, &a);
+    EXPECT_TRUE(s.ok()) << model << " " << Describe(s);
+    answers.push_back(a);
+  }
+  return answers;
+}
+
+int CountDifferent(const std::vector<Answer>& a, const std::vector<Answer>& b) {
+  int n = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) n += !(a[i] == b[i]);
+  return n;
+}
+
+TEST_F(ModelRepositoryTest, ReloadUnderLoadSwitchesAnswersWithoutAFailedCall) {
+  AddVariant("m", 200);
+  AddVariant("next", 201);  // the files "m" gets later, served alone for its right answers
+  RepositoryServer server(
+      work_, "reload",
+      {RepositoryFlag(), "--preload=m", std::string("--admin_token=") + kAdminToken});
+  ASSERT_TRUE(server.serving()) << server.Log();
+  const std::vector<Answer> old_answers = AnswersAlone(&server, "m", 1);
+  const std::vector<Answer> new_answers = AnswersAlone(&server, "next", 1);
+  ASSERT_GT(CountDifferent(old_answers, new_answers), 0);
+
+  Callers callers(&server, "m", 16, 1);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_TRUE(testing::WriteModelVariant(testing::kTinyFixtureModel, repo() / "m", 201).ok());
+  // The switch: the first call that answers the new version (probing the texts that differ).
+  std::optional<Clock::time_point> switched;
+  ASSERT_TRUE(WaitFor(std::chrono::seconds(60), [&] {
+    for (size_t t = 0; t < old_answers.size(); ++t) {
+      if (old_answers[t] == new_answers[t]) continue;
+      Answer a;
+      grpc::Status s = TranslateOne(server.translator(), "m", Pool()[t], 1, &a);
+      EXPECT_TRUE(s.ok()) << Describe(s);
+      if (a == new_answers[t]) switched = Clock::now();
+      break;
+    }
+    return switched.has_value();
+  })) << "the new files were never served";
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+
+  // Five reloads through Admin, each one more version of the same files.
+  auto before = server.Status("m");
+  ASSERT_TRUE(before.has_value());
+  int64_t version = before->version();
+  EXPECT_GE(version, 2);
+  for (int i = 0; i < 5; ++i) {
+    v1::ModelStatus status;
+    grpc::Status s = server.Reload("m", &status);
+    ASSERT_TRUE(s.ok()) << Describe(s);
+    EXPECT_EQ(status.state(), v1::ModelStatus::LOADED);
+    EXPECT_EQ(status.version(), version + 1);
+    EXPECT_EQ(status.last_error(), "");
+    version = status.version();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  callers.Stop();
+
+  int old_seen = 0, new_seen = 0, failed = 0;
+  for (const auto& call : callers.calls()) {
+    if (!call.status.ok()) {
+      if (++failed <= 5) ADD_FAILURE() << "text " << call.text << ": " << Describe(call.status);
+      continue;
+    }
+    const bool is_old = call.answer == old_answers[call.text];
+    const bool is_new = call.answer == new_answers[call.text];
+    old_seen += is_old && !is_new;
+    new_seen += is_new && !is_old;
+    EXPECT_TRUE(is_old || is_new) << "text " << call.text << ": '" << call.answer.text << "'";
+    if (call.started > *switched) {
+      EXPECT_TRUE(is_new) << "a call started after the switch answered '" << call.answer.text
+                          << "'";
+    }
+  }
+  EXPECT_EQ(failed, 0) << "of " << callers.calls().size();
+  EXPECT_GT(old_seen, 0);
+  EXPECT_GT(new_seen, 0);
+
+  const std::string metrics = server.Metrics();
+  EXPECT_GE(
+      MetricSum(metrics, "transerve_model_unloads_total", {ModelLabel("m"), "reason=\"reload\""}),
+      6);
+  EXPECT_EQ(
+      MetricSum(metrics, "transerve_model_loads_total", {ModelLabel("m"), "result=\"error\""}), 0);
+  auto after = server.Status("m");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->in_flight(), 0);
+  EXPECT_FALSE(after->reloading());
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+// --- c. a broken version keeps the old one -----------------------------------------------------
+
+TEST_F(ModelRepositoryTest, ABrokenReloadKeepsTheOldVersionServing) {
+  AddVariant("m", 300);
+  AddVariant("next", 301);
+  RepositoryServer server(
+      work_, "broken",
+      {RepositoryFlag(), "--preload=m", std::string("--admin_token=") + kAdminToken});
+  ASSERT_TRUE(server.serving()) << server.Log();
+  const std::vector<Answer> old_answers = AnswersAlone(&server, "m", 1);
+  const std::vector<Answer> new_answers = AnswersAlone(&server, "next", 1);
+  ASSERT_GT(CountDifferent(old_answers, new_answers), 0);
+
+  {
+    Callers callers(&server, "m", 4, 1);
+    const size_t log_before = server.Log().size();
+    ASSERT_TRUE(testing::WriteBrokenModel(testing::kTinyFixtureModel, repo() / "m").ok());
+    ASSERT_TRUE(WaitFor(std::chrono::seconds(60), [&] {
+      auto m = server.Status("m");
+      return m.has_value() && !m->last_error().empty();
+    })) << "no failed load of the broken files reported";
+    auto m = server.Status("m");
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(m->state(), v1::ModelStatus::LOADED);
+    // 1, or 2 when a poll caught the renames half done (the old weights loaded once more).
+    EXPECT_LE(m->version(), 2);
+    EXPECT_GE(m->failed_loads(), 1);
+    EXPECT_GT(m->resident_bytes(), 0);
+    const std::string new_log = absl::AsciiStrToLower(server.Log().substr(log_before));
+    EXPECT_TRUE(absl::StrContains(new_log, "fail") || absl::StrContains(new_log, "error"))
+        << "no log line for the failed load: " << new_log;
+
+    v1::ModelStatus status;
+    grpc::Status s = server.Reload("m", &status);
+    EXPECT_FALSE(s.ok());
+    EXPECT_FALSE(s.error_message().empty());
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    callers.Stop();
+    int failed = 0;
+    for (const auto& call : callers.calls()) {
+      if (!call.status.ok()) {
+        if (++failed <= 5) ADD_FAILURE() << Describe(call.status);
+        continue;
+      }
+      EXPECT_EQ(call.answer, old_answers[call.text]) << "'" << call.answer.text << "'";
+    }
+    EXPECT_EQ(failed, 0);
+    EXPECT_GT(callers.calls().size(), 0u);
+  }
+  const std::string metrics = server.Metrics();
+  EXPECT_GT(
+      MetricSum(metrics, "transerve_model_loads_total", {ModelLabel("m"), "result=\"error\""}), 0);
+  EXPECT_EQ(MetricSum(metrics, "transerve_model_loaded", {ModelLabel("m")}), 1);
+
+  // Whole files again: the next version loads and the error is cleared.
+  ASSERT_TRUE(testing::WriteModelVariant(testing::kTinyFixtureModel, repo() / "m", 301).ok());
+  ASSERT_TRUE(WaitFor(std::chrono::seconds(60), [&] {
+    return CountDifferent(AnswersAlone(&server, "m", 1), new_answers) == 0;
+  })) << "the whole new version was never served";
+  auto m = server.Status("m");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->last_error(), "");
+  EXPECT_GE(m->version(), 2);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+// --- d. removal while requests are queued -----------------------------------------------------
+
+TEST_F(ModelRepositoryTest, RemovalFinishesQueuedWorkThenAnswersNotFound) {
+  AddVariant("m", 400);
+  AddVariant("other", 401);
+  // One sentence decoded at a time: the long beam searches below queue (about 5 s of work on
+  // a 2-core machine, against a 200 ms poll).
+  RepositoryServer server(work_, "removal",
+                          {RepositoryFlag(), "--preload=m,other", "--max_batch_sequences=1",
+                           "--max_queue=4096", std::string("--admin_token=") + kAdminToken});
+  ASSERT_TRUE(server.serving()) << server.Log();
+  constexpr int kBeam = 4, kLongLength = 128, kCalls = 24, kTextsPerCall = 32;
+  const std::vector<std::string> texts = Pool();
+  std::vector<Answer> alone;
+  for (const auto& text : texts) {
+    std::vector<Answer> got;
+    grpc::Status s = Unary(server.translator(), Request("m", {text}, kBeam, kLongLength), &got);
+    ASSERT_TRUE(s.ok()) << Describe(s);
+    alone.push_back(got.at(0));
+  }
+
+  std::atomic<int> outstanding{kCalls};
+  std::vector<std::string> failures(kCalls);
+  std::vector<std::thread> calls;
+  // Joined however the test body ends (an ASSERT below returns early).
+  struct JoinAll {
+    std::vector<std::thread>& threads;
+    ~JoinAll() {
+      for (auto& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } join_all{calls};
+  for (int c = 0; c < kCalls; ++c) {
+    calls.emplace_back([&, c] {
+      auto stub = server.NewTranslator();
+      std::vector<int> picked;
+      std::vector<std::string> call_texts;
+      for (int i = 0; i < kTextsPerCall; ++i) {
+        picked.push_back((c * kTextsPerCall + i) % static_cast<int>(texts.size()));
+        call_texts.push_back(texts[picked.back()]);
+      }
+      std::vector<Answer> got;
+      grpc::Status s = Unary(stub.get(), Request("m", call_texts, kBeam, kLongLength), &got);
+      outstanding.fetch_sub(1);
+      if (!s.ok()) {
+        failures[c] = Describe(s);
+        return;
+      }
+      if (got.size() != static_cast<size_t>(kTextsPerCall)) {
+        failures[c] = absl::StrCat(got.size(), " translations");
+        return;
+      }
+      for (int i = 0; i < kTextsPerCall; ++i) {
+        if (!(got[i] == alone[picked[i]])) failures[c] = absl::StrCat("text ", i, " differs");
+      }
+    });
+  }
+  ASSERT_TRUE(WaitFor(std::chrono::seconds(60), [&] {
+    auto m = server.Status("m");
+    return m.has_value() && m->in_flight() >= kCalls / 2;
+  }));
+  ASSERT_TRUE(testing::RemoveModelDirectory(repo() / "m").ok());
+  // Gone from the list (new requests NOT_FOUND) while its work may still run.
+  ASSERT_TRUE(WaitFor(std::chrono::seconds(30), [&] { return !server.Status("m").has_value(); }));
+  const int outstanding_when_gone = outstanding.load();
+  Answer a;
+  grpc::Status s = TranslateOne(server.translator(), "m", texts[0], 1, &a);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << Describe(s);
+  for (auto& t : calls) t.join();
+  for (int c = 0; c < kCalls; ++c) EXPECT_EQ(failures[c], "") << "call " << c;
+  // Work in flight finished: nothing of the removed model is left resident.
+  v1::AdminListModelsResponse list;
+  ASSERT_TRUE(server.List(&list).ok());
+  EXPECT_EQ(list.models_size(), 1);
+  // The test is only worth its name if the removal met work still queued or running.
+  EXPECT_GT(outstanding_when_gone, 0);
+
+  s = TranslateOne(server.translator(), "m", texts[0], 1, &a);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << Describe(s);
+  EXPECT_EQ(server.ListedLoaded("m"), std::nullopt);
+  // NOT_SERVING, or NOT_FOUND for a name the health service no longer knows.
+  EXPECT_NE(server.Health("transerve.v1.Translator/m"), "SERVING");
+  EXPECT_TRUE(TranslateOne(server.translator(), "other", texts[0], 1, &a).ok());
+  EXPECT_GT(MetricSum(server.Metrics(), "transerve_model_unloads_total",
+                      {ModelLabel("m"), "reason=\"removed\""}),
+            0);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+// --- e. on-demand loading, health, admin rules, budget ---------------------------------------
+
+TEST_F(ModelRepositoryTest, FirstRequestsShareOneLoadAndHealthFollowsIt) {
+  AddVariant("a", 500);
+  AddVariant("b", 501);
+  AddVariant("warm", 502);
+  RepositoryServer server(
+      work_, "on_demand",
+      {RepositoryFlag(), "--preload=warm", std::string("--admin_token=") + kAdminToken});
+  ASSERT_TRUE(server.serving()) << server.Log();
+  const std::string health = "transerve.v1.Translator/";
+
+  // Preloaded before SERVING; the others known but not loaded.
+  EXPECT_EQ(server.ListedLoaded("warm"), true);
+  EXPECT_EQ(server.ListedLoaded("a"), false);
+  EXPECT_EQ(server.ListedLoaded("b"), false);
+  EXPECT_EQ(server.Health(health + "warm"), "SERVING");
+  EXPECT_EQ(server.Health(health + "a"), "NOT_SERVING");
+  EXPECT_EQ(server.Health(""), "SERVING");
+  auto a_before = server.Status("a");
+  ASSERT_TRUE(a_before.has_value());
+  EXPECT_EQ(a_before->state(), v1::ModelStatus::UNLOADED);
+  EXPECT_EQ(a_before->loads(), 0);
+  EXPECT_EQ(a_before->resident_bytes(), 0);
+  EXPECT_EQ(server.Status("warm").value_or(v1::ModelStatus()).state(), v1::ModelStatus::LOADED);
+
+  // Eight first requests at once: all answered alike, one load.
+  constexpr int kFirst = 8;
+  std::vector<Answer> answers(kFirst);
+  std::vector<grpc::Status> statuses(kFirst);
+  std::vector<std::thread> first;
+  std::latch start(kFirst);  // sent together, so that they meet one load
+  for (int i = 0; i < kFirst; ++i) {
+    first.emplace_back([&, i] {
+      auto stub = server.NewTranslator();
+      start.arrive_and_wait();
+      statuses[i] = TranslateOne(stub.get(), "a", Pool()[i % 2], 1, &answers[i]);
+    });
+  }
+  for (auto& t : first) t.join();
+  for (int i = 0; i < kFirst; ++i) {
+    ASSERT_TRUE(statuses[i].ok()) << Describe(statuses[i]);
+    EXPECT_EQ(answers[i], answers[i % 2]);
+  }
+  auto a_after = server.Status("a");
+  ASSERT_TRUE(a_after.has_value());
+  EXPECT_EQ(a_after->loads(), 1);
+  EXPECT_EQ(a_after->state(), v1::ModelStatus::LOADED);
+  EXPECT_EQ(a_after->version(), 1);
+  EXPECT_GT(a_after->load_seconds(), 0);
+  EXPECT_EQ(MetricSum(server.Metrics(), "transerve_model_loads_total",
+                      {ModelLabel("a"), "result=\"ok\""}),
+            1);
+  EXPECT_EQ(server.Health(health + "a"), "SERVING");
+  EXPECT_EQ(server.ListedLoaded("a"), true);
+  EXPECT_EQ(server.ListedLoaded("b"), false);
+
+  // Unloaded through Admin: NOT_SERVING again, and the next request loads it again.
+  v1::ModelStatus status;
+  ASSERT_TRUE(server.Unload("a", &status).ok());
+  EXPECT_TRUE(WaitFor(std::chrono::seconds(30), [&] {
+    return server.Status("a").value_or(v1::ModelStatus()).state() == v1::ModelStatus::UNLOADED;
+  }));
+  EXPECT_EQ(server.Health(health + "a"), "NOT_SERVING");
+  EXPECT_EQ(server.ListedLoaded("a"), false);
+  Answer again;
+  ASSERT_TRUE(TranslateOne(server.translator(), "a", Pool()[0], 1, &again).ok());
+  EXPECT_EQ(again, answers[0]);
+  EXPECT_EQ(server.Status("a").value_or(v1::ModelStatus()).loads(), 2);
+  EXPECT_EQ(MetricSum(server.Metrics(), "transerve_model_unloads_total",
+                      {ModelLabel("a"), "reason=\"admin\""}),
+            1);
+
+  // Admin LoadModel answers once it serves.
+  ASSERT_TRUE(server.Load("b", &status).ok());
+  EXPECT_EQ(status.state(), v1::ModelStatus::LOADED);
+  EXPECT_EQ(server.Health(health + "b"), "SERVING");
+
+  // Unknown names.
+  Answer none;
+  EXPECT_EQ(TranslateOne(server.translator(), "nope", Pool()[0], 1, &none).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(server.Load("nope", &status).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+TEST_F(ModelRepositoryTest, AdminNeedsAnAdminToken) {
+  AddVariant("a", 600);
+  v1::AdminListModelsResponse list;
+  {
+    // No admin token configured: refused, whatever is sent.
+    RepositoryServer server(work_, "no_admin", {RepositoryFlag()});
+    ASSERT_TRUE(server.serving()) << server.Log();
+    EXPECT_EQ(server.List(&list, "").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_EQ(server.List(&list, kAdminToken).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    v1::ModelStatus status;
+    EXPECT_FALSE(server.Load("a", &status).ok());
+    EXPECT_EQ(server.Terminate(), 0);
+  }
+  const fs::path tokens = work_ / "admin_tokens";
+  {
+    std::ofstream out(tokens);
+    out << "second-admin-token\n";
+  }
+  RepositoryServer server(
+      work_, "admin",
+      {RepositoryFlag(), "--auth_token=user-1", std::string("--admin_token=") + kAdminToken,
+       "--admin_tokens_file=" + tokens.string()});
+  ASSERT_TRUE(server.serving()) << server.Log();
+  EXPECT_EQ(server.List(&list, "wrong").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // A Translator token is not an admin token.
+  EXPECT_EQ(server.List(&list, "user-1").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_FALSE(server.List(&list, "").ok());
+  EXPECT_TRUE(server.List(&list, kAdminToken).ok());
+  EXPECT_TRUE(server.List(&list, "second-admin-token").ok());
+  EXPECT_EQ(list.models_size(), 1);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+TEST_F(ModelRepositoryTest, ModelDirModelsArePinned) {
+  AddVariant("a", 700);
+  const fs::path pinned = work_ / "pinned";
+  fs::create_directory_symlink(testing::kTinyFixtureModel, pinned);
+  RepositoryServer server(work_, "pinned",
+                          {RepositoryFlag(), "--model_dir=" + pinned.string(),
+                           std::string("--admin_token=") + kAdminToken});
+  ASSERT_TRUE(server.serving()) << server.Log();
+  auto p = server.Status("pinned");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_TRUE(p->pinned());
+  EXPECT_EQ(p->state(), v1::ModelStatus::LOADED);
+  EXPECT_FALSE(server.Status("a").value_or(v1::ModelStatus()).pinned());
+  v1::ModelStatus status;
+  grpc::Status s = server.Unload("pinned", &status);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << Describe(s);
+  EXPECT_EQ(server.Status("pinned").value_or(v1::ModelStatus()).state(), v1::ModelStatus::LOADED);
+  // The --model_dir model is the default and serves beside the repository's.
+  Answer answer;
+  EXPECT_TRUE(TranslateOne(server.translator(), "pinned", Pool()[1], 1, &answer).ok());
+  EXPECT_TRUE(TranslateOne(server.translator(), "a", Pool()[1], 1, &answer).ok());
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+TEST_F(ModelRepositoryTest, AModelLargerThanTheBudgetIsRefusedWithTheReason) {
+  const int64_t model_bytes = ProbeResidentBytes();
+  ASSERT_GT(model_bytes, 0);
+  AddVariant("a", 800);
+  RepositoryServer server(
+      work_, "small_budget",
+      {RepositoryFlag(),
+       absl::StrCat("--model_memory_mb=", 0.5 * static_cast<double>(model_bytes) / (1 << 20)),
+       std::string("--admin_token=") + kAdminToken});
+  ASSERT_TRUE(server.serving()) << server.Log();
+  Answer answer;
+  const auto started = Clock::now();
+  grpc::Status s = TranslateOne(server.translator(), "a", Pool()[0], 1, &answer);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << Describe(s);
+  EXPECT_FALSE(s.error_message().empty());
+  // At once: not after waiting for room that can never come.
+  EXPECT_LT(Clock::now() - started, std::chrono::seconds(30));
+  v1::ModelStatus status;
+  s = server.Load("a", &status);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << Describe(s);
+  EXPECT_EQ(server.Status("a").value_or(v1::ModelStatus()).resident_bytes(), 0);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+}  // namespace
+}  // namespace transerve::repository_test
