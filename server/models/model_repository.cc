@@ -652,6 +652,8 @@ void ModelRepository::Rescan(bool reload_all) {
                    added->languages.source.empty() ? "?" : added->languages.source,
                    added->languages.target.empty() ? "?" : added->languages.target);
         entries_.emplace(f.name, std::move(added));
+        // Its health name exists (NOT_SERVING) from now on, not only once it has loaded.
+        if (observer_) deferred_.push_back([this, name = f.name] { observer_(name, false); });
         changed = true;
         continue;
       }

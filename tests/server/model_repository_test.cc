@@ -91,6 +91,7 @@ class ModelRepositoryTest : public ::testing::Test {
   // One variant's resident bytes as the server reports them once loaded (for budgets).
   int64_t ProbeResidentBytes() {
     const fs::path probe_repo = work_ / "probe";
+    fs::create_directories(probe_repo);
     EXPECT_TRUE(
         testing::WriteModelVariant(testing::kTinyFixtureModel, probe_repo / "probe", 1).ok());
     RepositoryServer server(
