@@ -7,10 +7,10 @@ loaded-model limit, reloads under load.
 (i) Cold load: the first Translate's latency on a fresh server (--model_repository holding the
     one model, no --preload), median of --runs servers, for the shipped models/en-de-small and
     for an opus-mt-en-de-shaped random model (d_model 512, 6+6 layers, 8 heads, FFN 2048, float32,
-    from tools/reference/make_random_model.py). That model has the shipped model's vocabulary
-    (8000 pieces) instead of opus-mt's 58101, and the shipped model's SentencePiece files and
-    vocab.json: a random checkpoint has no tokenizer of its own, and text is what a first request
-    sends. The load time the server measured (transerve_model_load_seconds) and a second, warm
+    from tools/reference/make_random_model.py) with opus-mt's vocabulary size (58101): it takes
+    the shipped model's SentencePiece files, and its vocab.json padded to 58101 with pieces no
+    text produces (a random checkpoint has no tokenizer of its own, and text is what a first
+    request sends). The load time the server measured (transerve_model_load_seconds) and a second, warm
     request are reported beside it; both are greedy with max_length 8, so that decoding adds
     little to the load. Cold is the process's: each run copies the model into its
     repository just before, so its files are in the page cache (not a first read from disk).
@@ -184,17 +184,31 @@ def closed_loop(server, callers, seconds, pick_model, texts, seed, during=None):
     return calls, result
 
 
+OPUS_MT_VOCAB = 58101  # opus-mt-en-de's vocabulary size
+
+
 def make_opus_shaped_model(work):
-    out = os.path.join(work, "opus-mt-en-de-layers")
+    out = os.path.join(work, "opus-mt-en-de-shape")
     if not os.path.exists(os.path.join(out, "model.safetensors")):
         subprocess.run(
             ["/usr/bin/python3", os.path.join(REPO, "tools", "reference", "make_random_model.py"),
              "--out", out, "--d_model", "512", "--encoder_layers", "6", "--decoder_layers", "6",
-             "--heads", "8", "--ffn", "2048", "--vocab", "8000", "--max_position_embeddings",
-             "512", "--dtype", "f32", "--seed", "1"], check=True, stdout=subprocess.DEVNULL)
-        # The same id conventions as the shipped vocabulary (eos 0, unk 1, pad = V - 1).
+             "--heads", "8", "--ffn", "2048", "--vocab", str(OPUS_MT_VOCAB),
+             "--max_position_embeddings", "512", "--dtype", "f32", "--seed", "1"],
+            check=True, stdout=subprocess.DEVNULL)
         for f in TOKENIZER_FILES:
             shutil.copy(os.path.join(SHIPPED, f), os.path.join(out, f))
+        # The shipped SentencePiece pieces keep their ids; the vocabulary is padded with pieces
+        # no text produces to opus-mt's size, <pad> last (eos 0, unk 1, pad = V - 1 as the random
+        # model's config says), so the embedding and output tables are opus-mt-en-de's size.
+        with open(os.path.join(SHIPPED, "vocab.json"), encoding="utf-8") as f:
+            vocab = json.load(f)
+        pad = vocab.pop("<pad>")
+        for i in range(pad, OPUS_MT_VOCAB - 1):
+            vocab[f"<unused{i}>"] = i
+        vocab["<pad>"] = OPUS_MT_VOCAB - 1
+        with open(os.path.join(out, "vocab.json"), "w", encoding="utf-8") as f:
+            json.dump(vocab, f, ensure_ascii=False)
     return out
 
 

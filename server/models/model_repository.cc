@@ -106,7 +106,12 @@ ModelRepository::ModelRepository(ModelRepositoryOptions options, ServerMetrics& 
   metrics_.SetRepository(0, options_.budget.bytes);
 }
 
+void ModelRepository::Notify(const std::string& model, bool loaded) {
+  if (observer_ && notify_.load()) observer_(model, loaded);
+}
+
 ModelRepository::~ModelRepository() {
+  notify_.store(false);  // what the observer reaches (the server's health) may be gone already
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -380,7 +385,7 @@ void ModelRepository::UnloadLocked(Entry& e, const char* reason) {
   leaving_.push_back(std::move(e.current));
   ++e.unloads;
   metrics_.Unloaded(e.name, reason, /*none_left=*/true);
-  if (observer_) deferred_.push_back([this, name = e.name] { observer_(name, false); });
+  deferred_.push_back([this, name = e.name] { Notify(name, false); });
   wake_.SignalAll();
 }
 
@@ -497,8 +502,8 @@ void ModelRepository::FinishLoad(LoadJob job, absl::StatusOr<std::unique_ptr<Ser
           leaving_.push_back(std::move(e->current));
           ++e->unloads;
           metrics_.Unloaded(e->name, "reload", /*none_left=*/false);
-        } else if (observer_) {
-          deferred_.push_back([this, name = e->name] { observer_(name, true); });
+        } else {
+          deferred_.push_back([this, name = e->name] { Notify(name, true); });
         }
         e->current = std::move(v);
         e->loading = false;
@@ -653,7 +658,7 @@ void ModelRepository::Rescan(bool reload_all) {
                    added->languages.target.empty() ? "?" : added->languages.target);
         entries_.emplace(f.name, std::move(added));
         // Its health name exists (NOT_SERVING) from now on, not only once it has loaded.
-        if (observer_) deferred_.push_back([this, name = f.name] { observer_(name, false); });
+        deferred_.push_back([this, name = f.name] { Notify(name, false); });
         changed = true;
         continue;
       }

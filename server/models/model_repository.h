@@ -10,6 +10,7 @@
 // lock.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -121,6 +122,7 @@ class ModelRepository {
   struct LoadJob;
 
   void ReleaseLease(ServedModel* model);
+  void Notify(const std::string& model, bool loaded);
   void LoaderLoop();
   void HousekeepingLoop();
   void Rescan(bool reload_all) ABSL_LOCKS_EXCLUDED(mu_);
@@ -147,6 +149,7 @@ class ModelRepository {
   ServerMetrics& server_metrics_;
   RepositoryMetrics metrics_;
   const LoadedObserver observer_;
+  std::atomic<bool> notify_{true};
 
   mutable absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
