@@ -95,15 +95,21 @@ class Server:
                 if path == "/healthz":
                     raise SystemExit("model_repository_bench: the server did not come up")
 
-    def metric_sum(self, name, **labels):
+    def metric_values(self, name, **labels):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics}/metrics") as r:
             text = r.read().decode()
-        total = 0.0
+        values = []
         for m in re.finditer(rf"^{name}(?:\{{([^}}]*)\}})? (\S+)$", text, re.M):
             have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1) or ""))
             if all(have.get(k) == v for k, v in labels.items()):
-                total += float(m.group(2))
-        return total
+                values.append(float(m.group(2)))
+        return values
+
+    def metric_sum(self, name, **labels):
+        return sum(self.metric_values(name, **labels))
+
+    def metric_max(self, name, **labels):
+        return max(self.metric_values(name, **labels), default=0.0)
 
     def admin(self, command, model=""):
         """transerve-client --admin=COMMAND: (exit status, seconds, output)."""
@@ -238,6 +244,17 @@ def cold_load(args, work, name, model_dir, texts):
             "first_request_seconds_all": firsts}
 
 
+def resident_set_bytes(pid):
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def zipf_mix(args, work, texts):
     repository = os.path.join(work, "zipf")
     names = [f"m{i:02d}" for i in range(args.models)]
@@ -249,11 +266,23 @@ def zipf_mix(args, work, texts):
         # Unmeasured warm-up, then the window between two counter readings.
         closed_loop(server, args.callers, 5, lambda r: r.choices(names, weights)[0], texts, 1)
         loads_before = server.metric_sum("transerve_model_loads_total")
+        rss = []
+        stop_sampling = threading.Event()
+
+        def sample_rss():
+            while not stop_sampling.wait(0.2):
+                rss.append(resident_set_bytes(server.proc.pid))
+
+        sampler = threading.Thread(target=sample_rss)
+        sampler.start()
         started = time.monotonic()
         calls, _ = closed_loop(server, args.callers, args.duration,
                                lambda r: r.choices(names, weights)[0], texts, 2)
         elapsed = time.monotonic() - started
+        stop_sampling.set()
+        sampler.join()
         loads = server.metric_sum("transerve_model_loads_total") - loads_before
+        one_model = server.metric_max("transerve_model_resident_bytes")
     finally:
         server.stop()
         shutil.rmtree(repository)
@@ -264,6 +293,7 @@ def zipf_mix(args, work, texts):
             "failed": len(calls) - len(ok), "calls_per_second": len(ok) / elapsed,
             "loads": loads, "hit_rate": 1 - loads / max(1, len(calls)),
             "p50_seconds": percentile(ok, 0.5), "p99_seconds": percentile(ok, 0.99),
+            "process_rss_max_bytes": max(rss, default=0), "model_resident_bytes": one_model,
             "calls_per_model": per_model}
 
 
@@ -318,8 +348,8 @@ def main(argv=None):
     try:
         opus = make_opus_shaped_model(work)
         cold = {"en-de-small": cold_load(args, work, "shipped", SHIPPED, texts),
-                "opus-mt-en-de layers, shipped vocabulary": cold_load(args, work, "opus", opus,
-                                                                      texts)}
+                "opus-mt-en-de shape (random, vocab 58101)": cold_load(args, work, "opus", opus,
+                                                                       texts)}
         mix = zipf_mix(args, work, texts)
         reload = reloads_under_load(args, work, texts)
     finally:
@@ -337,11 +367,12 @@ def main(argv=None):
               f"{1000 * c['warm_request_seconds']:.1f} ms |")
     print(f"\n(ii) {mix['models']} models, --max_loaded_models={mix['max_loaded_models']}, Zipf "
           f"s={mix['zipf_s']}, {mix['callers']} closed-loop callers, {mix['seconds']:.0f} s")
-    print("| calls/s | hit rate | loads | p50 | p99 | failed |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| calls/s | hit rate | loads | p50 | p99 | failed | process RSS at most | one model |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     print(f"| {mix['calls_per_second']:.1f} | {100 * mix['hit_rate']:.1f}% | {mix['loads']:.0f} | "
           f"{1000 * mix['p50_seconds']:.1f} ms | {1000 * mix['p99_seconds']:.1f} ms | "
-          f"{mix['failed']} |")
+          f"{mix['failed']} | {mix['process_rss_max_bytes'] / 2**20:.0f} MB | "
+          f"{mix['model_resident_bytes'] / 2**20:.0f} MB |")
     print(f"\n(iii) {reload['reloads']} Admin reloads under {args.callers} callers")
     print("| reloads failed | median reload | calls | failed calls | p99 |")
     print("| --- | --- | --- | --- | --- |")

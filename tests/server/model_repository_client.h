@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -204,6 +205,15 @@ class RepositoryServer {
 
   bool serving() const { return port_ > 0; }
   std::string Log() const { return process_->Log(); }
+  // The process's resident set, from /proc (0 when it cannot be read).
+  int64_t ResidentSetBytes() const {
+    std::ifstream status("/proc/" + std::to_string(process_->pid()) + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+    }
+    return 0;
+  }
   int Terminate() { return process_->Terminate(std::chrono::seconds(90)); }
   v1::Translator::Stub* translator() { return translator_.get(); }
   std::unique_ptr<v1::Translator::Stub> NewTranslator() {

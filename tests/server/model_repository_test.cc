@@ -171,8 +171,19 @@ TEST_F(ModelRepositoryLoadTest, SixModelsTwoLoadedMixedCallersGetTheirModelsAnsw
   std::atomic<bool> stop{false};
   int64_t most_resident = 0, most_resident_rows = 0, largest_model = 0;
   int most_loaded = 0, samples = 0, failed_samples = 0;
+  // The process's resident set after the first quarter (every model loaded and freed several
+  // times by then) and at its largest afterwards: thousands of loads and unloads must not
+  // leave their weights behind.
+  int64_t rss_settled = 0, rss_most_after = 0;
+  const auto settled_at = Clock::now() + kLoadDuration / 4;
   std::thread sampler([&] {
     while (!stop.load()) {
+      const int64_t rss = server.ResidentSetBytes();
+      if (Clock::now() < settled_at) {
+        rss_settled = rss;
+      } else {
+        rss_most_after = std::max(rss_most_after, rss);
+      }
       v1::AdminListModelsResponse list;
       if (!server.List(&list).ok()) {
         ++failed_samples;
@@ -258,6 +269,12 @@ TEST_F(ModelRepositoryLoadTest, SixModelsTwoLoadedMixedCallersGetTheirModelsAnsw
   EXPECT_LE(most_resident_rows, budget_bytes + kReloadOverheadModels * largest_model);
   EXPECT_LE(most_loaded, 2 + kReloadOverheadModels);
   EXPECT_GE(most_loaded, 1);
+  // Freed versions give their memory back: no growth beyond allocator slack (a leaked version
+  // per load would be gigabytes by the end).
+  EXPECT_GT(rss_settled, 0);
+  EXPECT_LE(rss_most_after, rss_settled + 64 * (int64_t{1} << 20))
+      << "resident set " << rss_settled << " bytes after a quarter of the run, then up to "
+      << rss_most_after;
 
   // Loads and unloads counted, the same in Admin and /metrics; every model in a settled state.
   v1::AdminListModelsResponse after;
@@ -302,7 +319,8 @@ TEST_F(ModelRepositoryLoadTest, SixModelsTwoLoadedMixedCallersGetTheirModelsAnsw
             after.resident_bytes());
   std::cerr << calls.load() << " calls; " << loads << " loads, " << unloads
             << " unloads; most resident " << most_resident << " of " << budget_bytes << " bytes in "
-            << samples << " samples\n";
+            << samples << " samples; process resident set " << rss_settled << " then at most "
+            << rss_most_after << " bytes\n";
 
   EXPECT_EQ(server.Terminate(), 0) << server.Log();
 }
@@ -537,10 +555,10 @@ TEST_F(ModelRepositoryTest, RemovalFinishesQueuedWorkThenAnswersNotFound) {
   // One sentence decoded at a time: the long beam searches below queue (about 2.5 s of work on
   // a 2-core machine, against a 200 ms poll; a minute in a sanitized build, which the queue's
   // time budget allows: an answer other than OK is then the removal's, not the queue's).
-  RepositoryServer server(work_, "removal",
-                          {RepositoryFlag(), "--preload=m,other", "--max_batch_sequences=1",
-                           "--max_queue=4096", "--max_queue_wait=600s",
-                           std::string("--admin_token=") + kAdminToken});
+  RepositoryServer server(
+      work_, "removal",
+      {RepositoryFlag(), "--preload=m,other", "--max_batch_sequences=1", "--max_queue=4096",
+       "--max_queue_wait=600s", std::string("--admin_token=") + kAdminToken});
   ASSERT_TRUE(server.serving()) << server.Log();
   constexpr int kBeam = 4, kLongLength = 128, kCalls = 24, kTextsPerCall = 16;
   const std::vector<std::string> texts = Pool();

@@ -42,6 +42,8 @@ class ServerProcess {
     }
   }
 
+  pid_t pid() const { return pid_; }
+
   // The gRPC port from the "serving:" line, or 0 if the server exits or takes over `limit`.
   int WaitServing(std::chrono::seconds limit) {
     const auto until = std::chrono::steady_clock::now() + limit;
