@@ -235,14 +235,14 @@ absl::Status PytorchCheckpoint::TakeStateDict(const Unpickled& pickle, const Sto
     if (value.stride.size() != value.shape.size()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": shape and stride differ in rank"));
     }
-    int64_t expected = 1;
-    for (std::size_t d = value.shape.size(); d-- > 0;) {
-      if (numel != 0 && value.shape[d] != 1 && value.stride[d] != expected) {
+    int64_t expected = 1;  // the product of the later sizes: at most numel, so no overflow
+    for (std::size_t d = value.shape.size(); numel != 0 && d-- > 0;) {
+      if (value.shape[d] != 1 && value.stride[d] != expected) {
         return absl::InvalidArgumentError(
             absl::StrCat(where, ": stride [", absl::StrJoin(value.stride, ", "), "] for shape [",
                          absl::StrJoin(value.shape, ", "), "] is not contiguous row-major"));
       }
-      expected *= value.shape[d] == 0 ? 1 : value.shape[d];  // bounded by numel
+      expected *= value.shape[d];
     }
     const uint64_t width = static_cast<uint64_t>(WidthOf(storage->second.dtype));
     const uint64_t storage_numel = storage->second.bytes.size() / width;
