@@ -9,6 +9,8 @@ small: the fixture exercises the charsmap), whole and truncated. request:
 serialized TranslateRequest messages, valid and out of range, hand-encoded in the protobuf wire
 format (Debian's python3-protobuf is not required). http_request: LibreTranslate requests in
 each body encoding, valid and hostile, with the fake backend's answers (see the fuzzer's layout).
+pytorch_checkpoint: the small torch.save fixtures of tests/fixtures/pytorch/ (zip and legacy),
+cut short, with a compressed entry, a refused global and a hand-written pickle.
 """
 import json
 import os
@@ -226,11 +228,28 @@ def http_request_seeds():
         write("http_request", name, data)
 
 
+def pytorch_checkpoint_seeds():
+    fixtures = os.path.join(HERE, "..", "tests", "fixtures", "pytorch")
+    zipped = open(os.path.join(fixtures, "mixed.zip.bin"), "rb").read()
+    legacy = open(os.path.join(fixtures, "mixed.legacy.bin"), "rb").read()
+    write("pytorch_checkpoint", "mixed_zip", zipped)
+    write("pytorch_checkpoint", "mixed_legacy", legacy)
+    write("pytorch_checkpoint", "legacy_truncated", legacy[:len(legacy) // 2])
+    central = zipped.find(b"PK\x01\x02")
+    write("pytorch_checkpoint", "zip_compressed",
+          zipped[:central + 10] + b"\x08" + zipped[central + 11:])
+    write("pytorch_checkpoint", "zip_os_system",
+          zipped.replace(b"torch\nFloatStorage", b"posix\nFloatStorage", 1))
+    write("pytorch_checkpoint", "pickle_reduce_eval",
+          b"\x80\x02cbuiltins\neval\nX\x02\x00\x00\x001+\x85R.")
+
+
 if __name__ == "__main__":
     safetensors_seeds()
+    pytorch_checkpoint_seeds()
     spm_seeds()
     request_seeds()
     html_document_seeds()
     http_request_seeds()
-    for target in ("safetensors", "spm", "request", "html_document", "http_request"):
+    for target in ("safetensors", "pytorch_checkpoint", "spm", "request", "html_document", "http_request"):
         print(target, len(os.listdir(os.path.join(HERE, "corpus", target))), "seeds")

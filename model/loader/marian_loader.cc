@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "model/core/logging.h"
 #include "model/layers/decoder.h"
+#include "model/loader/pytorch_checkpoint.h"
 #include "model/loader/safetensors.h"
 
 namespace transerve {
@@ -21,7 +23,7 @@ namespace fs = std::filesystem;
 // aliases the conversion bot records in __metadata__) and reads tensors with shape checks.
 class CheckpointReader {
  public:
-  explicit CheckpointReader(const SafetensorsFile& file) : file_(file) {}
+  explicit CheckpointReader(const CheckpointFile& file) : file_(file) {}
 
   // The stored name for `name`, or nullopt when the checkpoint does not have it.
   std::optional<std::string> Resolve(const std::string& name) const {
@@ -42,7 +44,7 @@ class CheckpointReader {
     if (!stored) {
       return absl::NotFoundError(absl::StrCat(file_.path(), ": missing tensor '", name, "'"));
     }
-    const SafetensorsTensorInfo* info = file_.Find(*stored);
+    const CheckpointTensorInfo* info = file_.Find(*stored);
     // A [1, N] bias (final_logits_bias) is accepted where [N] is expected.
     std::vector<int64_t> stored_shape = info->shape;
     if (stored_shape.size() == 2 && stored_shape[0] == 1 && shape.size() == 1) {
@@ -89,7 +91,7 @@ class CheckpointReader {
     return absl::OkStatus();
   }
 
-  const SafetensorsFile& file_;
+  const CheckpointFile& file_;
 };
 
 // Stacks tensors along the first axis (fused projections).
@@ -202,6 +204,25 @@ absl::Status UseStoredPositions(const CheckpointReader& reader, const std::strin
   return absl::OkStatus();
 }
 
+// model.safetensors when present, else pytorch_model.bin (read without running its pickle).
+absl::StatusOr<std::unique_ptr<CheckpointFile>> OpenWeights(const std::string& model_dir) {
+  const std::string safetensors = (fs::path(model_dir) / "model.safetensors").string();
+  const std::string bin = (fs::path(model_dir) / "pytorch_model.bin").string();
+  if (fs::exists(safetensors) || !fs::exists(bin)) {
+    auto file = SafetensorsFile::Open(safetensors);
+    if (!file.ok()) {
+      if (absl::IsNotFound(file.status())) {
+        return absl::NotFoundError(absl::StrCat(safetensors, " not found (nor pytorch_model.bin)"));
+      }
+      return file.status();
+    }
+    return std::make_unique<SafetensorsFile>(*std::move(file));
+  }
+  auto file = PytorchCheckpoint::Open(bin);
+  if (!file.ok()) return file.status();
+  return std::unique_ptr<CheckpointFile>(*std::move(file));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& model_dir,
@@ -218,18 +239,10 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& 
   if (!generation.ok()) return generation.status();
   model->generation = *generation;
 
-  const std::string weights_path = (fs::path(model_dir) / "model.safetensors").string();
-  if (!fs::exists(weights_path)) {
-    const bool has_bin = fs::exists(fs::path(model_dir) / "pytorch_model.bin");
-    return absl::NotFoundError(absl::StrCat(
-        weights_path, " not found",
-        has_bin ? "; the directory has pytorch_model.bin (a PyTorch pickle), which transerve does "
-                  "not read: convert it to safetensors offline"
-                : ""));
-  }
-  auto file = SafetensorsFile::Open(weights_path);
+  auto file = OpenWeights(model_dir);
   if (!file.ok()) return file.status();
-  const CheckpointReader reader(*file);
+  const std::string weights_path = (*file)->path();
+  const CheckpointReader reader(**file);
   const MarianConfig& c = model->config;
   const int64_t d = c.d_model;
 
@@ -320,9 +333,10 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& 
   w.cross_kv.bias = Concat(kv_biases);
   if (pack) PackWeights(&w);
 
-  Log().info("loaded {}: d_model {}, {}+{} layers, {} heads, vocab {}/{}, {}, {}", model_dir, d,
-             c.encoder_layers, c.decoder_layers, c.encoder_attention_heads, c.vocab_size,
-             c.decoder_vocab_size, ActivationName(c.activation), reader.dtype_of(enc_name));
+  Log().info("loaded {} from {}: d_model {}, {}+{} layers, {} heads, vocab {}/{}, {}, {}",
+             model_dir, fs::path(weights_path).filename().string(), d, c.encoder_layers,
+             c.decoder_layers, c.encoder_attention_heads, c.vocab_size, c.decoder_vocab_size,
+             ActivationName(c.activation), reader.dtype_of(enc_name));
   return model;
 }
 

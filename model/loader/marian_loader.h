@@ -1,6 +1,7 @@
 // Loads a Hugging Face Marian (OPUS-MT) checkpoint directory into the engine's Transformer:
-// config.json, optional generation_config.json and model.safetensors (F32/F16/BF16, upcast to
-// F32), with the name-resolution rules of docs/marian-format.md section 3.
+// config.json, optional generation_config.json and model.safetensors or, without it,
+// pytorch_model.bin (F32/F16/BF16, upcast to F32), with the name-resolution rules of
+// docs/marian-format.md section 3.
 #pragma once
 
 #include <memory>

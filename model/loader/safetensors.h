@@ -13,16 +13,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "model/core/half.h"
+#include "model/loader/checkpoint_file.h"
 
 namespace transerve {
 
 // The reference reader refuses headers above this size (MAX_HEADER_SIZE in safetensors).
 inline constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
 
-struct SafetensorsTensorInfo {
-  std::string name;
-  std::string dtype;            // As written in the file, e.g. "F32", "F16", "BF16".
-  std::vector<int64_t> shape;   // [] is a scalar (one element).
+// name, dtype (as written in the file, e.g. "F32", "F16", "BF16") and shape come from the base.
+struct SafetensorsTensorInfo : CheckpointTensorInfo {
   uint64_t begin = 0, end = 0;  // Byte range relative to the start of the data buffer.
 };
 
@@ -33,7 +32,7 @@ int SafetensorsDtypeBits(std::string_view dtype);
 // Exact bfloat16 -> binary32 conversion (HalfToFloat, for binary16, is in model/core/half.h).
 float BFloat16ToFloat(uint16_t bits);
 
-class SafetensorsFile {
+class SafetensorsFile final : public CheckpointFile {
  public:
   // Maps the file read-only and validates the whole header:
   //  - header length N (u64 little-endian) <= 100,000,000 and 8 + N <= file size;
@@ -51,16 +50,16 @@ class SafetensorsFile {
   SafetensorsFile& operator=(SafetensorsFile&& other) noexcept = default;
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
-  ~SafetensorsFile() = default;
+  ~SafetensorsFile() override = default;
 
   // nullptr if absent. The pointer stays valid while this object (or the one it is moved into)
   // lives.
-  const SafetensorsTensorInfo* Find(std::string_view name) const;
+  const SafetensorsTensorInfo* Find(std::string_view name) const override;
   // All tensor names, sorted.
-  std::vector<std::string> Names() const;
+  std::vector<std::string> Names() const override;
   std::size_t num_tensors() const { return tensors_.size(); }
-  const std::map<std::string, std::string>& metadata() const { return metadata_; }
-  const std::string& path() const { return path_; }
+  const std::map<std::string, std::string>& metadata() const override { return metadata_; }
+  const std::string& path() const override { return path_; }
 
   // Copies the tensor as float32, converting F16 and BF16 exactly. Any other dtype is
   // INVALID_ARGUMENT naming the file, tensor and dtype; an unknown name is NOT_FOUND.
@@ -68,7 +67,7 @@ class SafetensorsFile {
   // The same into `out`, which must hold exactly the tensor's element count. The pages the
   // tensor occupied are then handed back to the kernel, so loading a model does not hold the
   // file and its float copy in memory at once (they fault back in if read again).
-  absl::Status ReadAsFloat32(std::string_view name, std::span<float> out) const;
+  absl::Status ReadAsFloat32(std::string_view name, std::span<float> out) const override;
 
   // The tensor's little-endian bytes inside the mapping (no alignment guarantee), valid while the
   // mapping lives. `info` must come from this file's Find().

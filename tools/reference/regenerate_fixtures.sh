@@ -21,5 +21,8 @@ PY=/usr/bin/python3
   --dtype f16 --max_position_embeddings 256 --embed_positions --no_share_embeddings --no_tie \
   --nonzero_decoder_pad_row --eos_bias 4
 
+# The pytorch_model.bin twins of the models above (tests/fixtures/pytorch/).
+"$PY" tools/reference/make_pytorch_checkpoints.py
+
 "$PY" tools/reference/selftest.py
 du -sh tests/fixtures/tiny-marian tests/fixtures/tiny-marian-variant

@@ -146,9 +146,12 @@ TEST_F(MarianLoaderTest, ImplausiblePositionCountIsAnErrorNotAnAllocationFailure
   ExpectErrorMentions(Load(), {"max_position_embeddings", "implausibly large"});
 }
 
-TEST_F(MarianLoaderTest, PytorchBinOnlyDirectoryExplainsWhatToDo) {
+TEST_F(MarianLoaderTest, PytorchBinIsReadWhenThereIsNoSafetensorsAndMustBeATorchSaveFile) {
+  // (tests/model/loader/pytorch_checkpoint_test.cc loads real .bin files.)
   fs::rename(weights_path(), dir_ / "pytorch_model.bin");
-  ExpectErrorMentions(Load(), {"model.safetensors", "pytorch_model.bin"});
+  ExpectErrorMentions(Load(), {"pytorch_model.bin", "neither a torch.save zip archive"});
+  fs::remove(dir_ / "pytorch_model.bin");
+  ExpectErrorMentions(Load(), {"model.safetensors", "pytorch_model.bin", "not found"});
 }
 
 TEST_F(MarianLoaderTest, StoredPositionsMustBeTheSinusoidalTable) {
