@@ -266,6 +266,7 @@ def zipf_mix(args, work, texts):
         # Unmeasured warm-up, then the window between two counter readings.
         closed_loop(server, args.callers, 5, lambda r: r.choices(names, weights)[0], texts, 1)
         loads_before = server.metric_sum("transerve_model_loads_total")
+        load_seconds_before = server.metric_sum("transerve_model_load_seconds_sum")
         rss = []
         stop_sampling = threading.Event()
 
@@ -282,6 +283,7 @@ def zipf_mix(args, work, texts):
         stop_sampling.set()
         sampler.join()
         loads = server.metric_sum("transerve_model_loads_total") - loads_before
+        load_seconds = server.metric_sum("transerve_model_load_seconds_sum") - load_seconds_before
         one_model = server.metric_max("transerve_model_resident_bytes")
     finally:
         server.stop()
@@ -293,6 +295,7 @@ def zipf_mix(args, work, texts):
             "failed": len(calls) - len(ok), "calls_per_second": len(ok) / elapsed,
             "loads": loads, "hit_rate": 1 - loads / max(1, len(calls)),
             "p50_seconds": percentile(ok, 0.5), "p99_seconds": percentile(ok, 0.99),
+            "load_seconds": load_seconds, "loader_busy_share": load_seconds / elapsed,
             "process_rss_max_bytes": max(rss, default=0), "model_resident_bytes": one_model,
             "calls_per_model": per_model}
 
@@ -367,9 +370,11 @@ def main(argv=None):
               f"{1000 * c['warm_request_seconds']:.1f} ms |")
     print(f"\n(ii) {mix['models']} models, --max_loaded_models={mix['max_loaded_models']}, Zipf "
           f"s={mix['zipf_s']}, {mix['callers']} closed-loop callers, {mix['seconds']:.0f} s")
-    print("| calls/s | hit rate | loads | p50 | p99 | failed | process RSS at most | one model |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| calls/s | hit rate | loads | loader busy | p50 | p99 | failed | process RSS at most "
+          "| one model |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     print(f"| {mix['calls_per_second']:.1f} | {100 * mix['hit_rate']:.1f}% | {mix['loads']:.0f} | "
+          f"{100 * mix['loader_busy_share']:.0f}% | "
           f"{1000 * mix['p50_seconds']:.1f} ms | {1000 * mix['p99_seconds']:.1f} ms | "
           f"{mix['failed']} | {mix['process_rss_max_bytes'] / 2**20:.0f} MB | "
           f"{mix['model_resident_bytes'] / 2**20:.0f} MB |")

@@ -204,7 +204,8 @@ absl::Status UseStoredPositions(const CheckpointReader& reader, const std::strin
   return absl::OkStatus();
 }
 
-// model.safetensors when present, else pytorch_model.bin (read without running its pickle).
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<CheckpointFile>> OpenWeights(const std::string& model_dir) {
   const std::string safetensors = (fs::path(model_dir) / "model.safetensors").string();
   const std::string bin = (fs::path(model_dir) / "pytorch_model.bin").string();
@@ -222,8 +223,6 @@ absl::StatusOr<std::unique_ptr<CheckpointFile>> OpenWeights(const std::string& m
   if (!file.ok()) return file.status();
   return std::unique_ptr<CheckpointFile>(*std::move(file));
 }
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& model_dir,
                                                              bool pack) {

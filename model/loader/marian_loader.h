@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/layers/transformer_weights.h"
+#include "model/loader/checkpoint_file.h"
 #include "model/loader/model_config.h"
 
 namespace transerve {
@@ -25,6 +26,10 @@ struct MarianModel {
 // truncated file) is an error that names the file and the tensor; nothing here crashes on input.
 // `pack`: pack the linear weights for the CPU kernel (PackWeights); a GPU model keeps them
 // row-major and uploads them.
+// The directory's weights file: model.safetensors when present, else pytorch_model.bin (read
+// without running its pickle).
+absl::StatusOr<std::unique_ptr<CheckpointFile>> OpenWeights(const std::string& model_dir);
+
 absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& model_dir,
                                                              bool pack = true);
 

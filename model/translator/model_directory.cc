@@ -1,9 +1,11 @@
 #include "model/translator/model_directory.h"
 
 #include <filesystem>
+#include <set>
 #include <system_error>
+#include <vector>
 
-#include "model/loader/safetensors.h"
+#include "model/loader/marian_loader.h"
 
 namespace transerve {
 namespace {
@@ -28,21 +30,23 @@ absl::StatusOr<MarianConfig> ReadModelConfig(const std::string& dir) {
 }
 
 int64_t EstimateWeightBytes(const std::string& dir) {
-  const fs::path d(dir);
-  if (IsFile(d / "model.safetensors")) {
-    auto file = SafetensorsFile::Open((d / "model.safetensors").string());
-    if (!file.ok()) return 0;
-    int64_t elements = 0;
-    for (const std::string& name : file->Names()) {
-      int64_t n = 1;
-      for (int64_t s : file->Find(name)->shape) n *= s;
-      elements += n;
-    }
-    return elements * static_cast<int64_t>(sizeof(float));
+  auto file = OpenWeights(dir);
+  if (!file.ok()) return 0;
+  // A pickle may store the tied tables under several names sharing one storage: each shape of
+  // those is counted once.
+  static const std::set<std::string> kTiedNames = {
+      "model.shared.weight", "model.encoder.embed_tokens.weight",
+      "model.decoder.embed_tokens.weight", "lm_head.weight"};
+  std::set<std::vector<int64_t>> tied_shapes;
+  int64_t elements = 0;
+  for (const std::string& name : (*file)->Names()) {
+    const CheckpointTensorInfo* info = (*file)->Find(name);
+    if (kTiedNames.contains(name) && !tied_shapes.insert(info->shape).second) continue;
+    int64_t n = 1;
+    for (int64_t s : info->shape) n *= s;
+    elements += n;
   }
-  std::error_code ec;
-  const auto size = fs::file_size(d / "pytorch_model.bin", ec);
-  return ec ? 0 : static_cast<int64_t>(size);
+  return elements * static_cast<int64_t>(sizeof(float));
 }
 
 }  // namespace transerve

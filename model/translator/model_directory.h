@@ -17,9 +17,9 @@ bool HoldsModel(const std::string& dir);
 // config.json, as the loader reads it.
 absl::StatusOr<MarianConfig> ReadModelConfig(const std::string& dir);
 
-// The weights' bytes once loaded as float32, from the checkpoint's header (model.safetensors's
-// element counts), else pytorch_model.bin's size (float32 storage assumed); 0 when it cannot
-// tell.
+// The weights' bytes once loaded as float32, from the checkpoint's tensor shapes (tied tables
+// once), without reading the tensors; 0 when the checkpoint cannot be opened. An estimate: the
+// engine's packing and fused projections change it a little.
 int64_t EstimateWeightBytes(const std::string& dir);
 
 }  // namespace transerve

@@ -806,5 +806,60 @@ TEST_F(ModelRepositoryTest, AModelLargerThanTheBudgetIsRefusedWithTheReason) {
   EXPECT_EQ(server.Terminate(), 0);
 }
 
+// --- OPUS-MT directories as published: pytorch_model.bin only ---------------------------------
+
+// Directories that hold only pytorch_model.bin (torch.save's zip archive, and the legacy stream
+// of 2020's conversions) are models of the repository like any other, loaded on demand, and
+// answer what their safetensors twins answer.
+TEST_F(ModelRepositoryTest, PytorchOnlyDirectoriesServeLikeTheirSafetensorsTwins) {
+  const fs::path fixtures = fs::path(TRANSERVE_SOURCE_DIR) / "tests" / "fixtures";
+  struct Twin {
+    std::string name;
+    fs::path model;  // the safetensors directory
+    fs::path bin;    // its pytorch_model.bin
+  };
+  const std::vector<Twin> twins = {
+      {"zip", fixtures / "tiny-marian" / "model", fixtures / "pytorch" / "tiny-marian.zip.bin"},
+      {"legacy", fixtures / "tiny-marian-variant" / "model",
+       fixtures / "pytorch" / "tiny-marian-variant.legacy.bin"}};
+  for (const Twin& t : twins) {
+    const fs::path bin_dir = repo() / (t.name + "-bin");
+    fs::create_directories(bin_dir);
+    for (const auto& f : fs::directory_iterator(t.model)) {
+      if (f.path().filename() != "model.safetensors")
+        fs::copy(f.path(), bin_dir / f.path().filename());
+    }
+    fs::copy(t.bin, bin_dir / "pytorch_model.bin");
+    fs::copy(t.model, repo() / (t.name + "-safetensors"), fs::copy_options::recursive);
+  }
+  RepositoryServer server(work_, "pytorch",
+                          {RepositoryFlag(), std::string("--admin_token=") + kAdminToken});
+  ASSERT_TRUE(server.serving()) << server.Log();
+  for (const Twin& t : twins) {
+    SCOPED_TRACE(t.name);
+    EXPECT_EQ(server.Status(t.name + "-bin").value_or(v1::ModelStatus()).state(),
+              v1::ModelStatus::UNLOADED);
+    for (int beam : {1, 4}) {
+      for (size_t i = 0; i < 6; ++i) {
+        Answer from_bin, from_safetensors;
+        grpc::Status s =
+            TranslateOne(server.translator(), t.name + "-bin", Pool()[i], beam, &from_bin);
+        ASSERT_TRUE(s.ok()) << Describe(s) << server.Log();
+        s = TranslateOne(server.translator(), t.name + "-safetensors", Pool()[i], beam,
+                         &from_safetensors);
+        ASSERT_TRUE(s.ok()) << Describe(s);
+        EXPECT_TRUE(from_bin == from_safetensors)
+            << "'" << from_bin.text << "' against '" << from_safetensors.text << "'";
+      }
+    }
+    const auto status = server.Status(t.name + "-bin");
+    ASSERT_TRUE(status.has_value());
+    EXPECT_EQ(status->state(), v1::ModelStatus::LOADED);
+    EXPECT_GT(status->resident_bytes(), 0);
+  }
+  EXPECT_NE(server.Log().find("from pytorch_model.bin"), std::string::npos);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
 }  // namespace
 }  // namespace transerve::repository_test
