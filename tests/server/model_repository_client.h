@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
@@ -215,6 +216,7 @@ class RepositoryServer {
     return 0;
   }
   int Terminate() { return process_->Terminate(std::chrono::seconds(90)); }
+  void Signal(int sig) const { kill(process_->pid(), sig); }
   v1::Translator::Stub* translator() { return translator_.get(); }
   std::unique_ptr<v1::Translator::Stub> NewTranslator() {
     return v1::Translator::NewStub(channel_);

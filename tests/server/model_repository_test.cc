@@ -861,5 +861,29 @@ TEST_F(ModelRepositoryTest, PytorchOnlyDirectoriesServeLikeTheirSafetensorsTwins
   EXPECT_EQ(server.Terminate(), 0);
 }
 
+// SIGHUP reloads every loaded repository model (a new version, the same answers) and leaves the
+// others unloaded; the calls made meanwhile all succeed.
+TEST_F(ModelRepositoryTest, SighupReloadsTheLoadedModels) {
+  AddVariant("loaded", 910);
+  AddVariant("idle", 911);
+  RepositoryServer server(
+      work_, "sighup",
+      {RepositoryFlag(), "--preload=loaded", std::string("--admin_token=") + kAdminToken});
+  ASSERT_TRUE(server.serving()) << server.Log();
+  Answer before;
+  ASSERT_TRUE(TranslateOne(server.translator(), "loaded", Pool()[2], 1, &before).ok());
+  ASSERT_EQ(server.Status("loaded").value_or(v1::ModelStatus()).version(), 1);
+  server.Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor(std::chrono::seconds(60), [&] {
+    Answer a;
+    EXPECT_TRUE(TranslateOne(server.translator(), "loaded", Pool()[2], 1, &a).ok());
+    EXPECT_TRUE(a == before);
+    return server.Status("loaded").value_or(v1::ModelStatus()).version() == 2;
+  })) << server.Log();
+  EXPECT_EQ(server.Status("idle").value_or(v1::ModelStatus()).state(), v1::ModelStatus::UNLOADED);
+  EXPECT_NE(server.Log().find("SIGHUP"), std::string::npos);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
 }  // namespace
 }  // namespace transerve::repository_test
