@@ -2,14 +2,8 @@
 // float32 conversion.
 #include "model/loader/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -114,60 +108,24 @@ int SafetensorsDtypeBits(std::string_view dtype) {
 
 float BFloat16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
-SafetensorsFile::Mapping::Mapping(Mapping&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-
-SafetensorsFile::Mapping& SafetensorsFile::Mapping::operator=(Mapping&& other) noexcept {
-  if (this != &other) {
-    Reset();
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-  }
-  return *this;
-}
-
-SafetensorsFile::Mapping::~Mapping() { Reset(); }
-
-void SafetensorsFile::Mapping::Reset() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
-  data_ = nullptr;
-  size_ = 0;
-}
-
 absl::StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open: ", std::strerror(err)));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
-  }
-  const auto file_size = static_cast<uint64_t>(st.st_size);
+  auto mapping = MappedFile::Open(path);
+  if (!mapping.ok()) return mapping.status();
+  const uint64_t file_size = mapping->bytes().size();
   if (file_size < kHeaderLengthBytes) {
-    ::close(fd);
     return absl::DataLossError(absl::StrCat(path, ": file is ", file_size,
                                             " bytes, too short for the 8-byte header length"));
   }
-  void* addr = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_err = errno;
-  ::close(fd);  // The mapping keeps the file referenced.
-  if (addr == MAP_FAILED) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot map: ", std::strerror(map_err)));
-  }
   SafetensorsFile file;
   file.path_ = path;
-  file.mapping_ = Mapping(static_cast<const uint8_t*>(addr), file_size);
+  file.mapping_ = *std::move(mapping);
   if (absl::Status s = file.ParseHeader(); !s.ok()) return s;
   return file;
 }
 
 absl::Status SafetensorsFile::ParseHeader() {
-  const uint8_t* bytes = mapping_.data();
-  const uint64_t file_size = mapping_.size();
+  const uint8_t* bytes = mapping_.bytes().data();
+  const uint64_t file_size = mapping_.bytes().size();
 
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(bytes[i]) << (8 * i);
@@ -347,7 +305,7 @@ std::vector<std::string> SafetensorsFile::Names() const {
 
 std::span<const uint8_t> SafetensorsFile::RawBytes(const SafetensorsTensorInfo& info) const {
   // Offsets were validated against the file size in Open().
-  return {mapping_.data() + data_start_ + info.begin, info.end - info.begin};
+  return mapping_.bytes().subspan(data_start_ + info.begin, info.end - info.begin);
 }
 
 absl::StatusOr<std::vector<float>> SafetensorsFile::ReadAsFloat32(std::string_view name) const {
@@ -397,16 +355,8 @@ absl::Status SafetensorsFile::ReadAsFloat32(std::string_view name, std::span<flo
     for (std::size_t i = 0; i < out.size(); ++i)
       out[i] = BFloat16ToFloat(LoadU16(raw.data() + 2 * i));
   }
-  ReleasePages(raw);
+  MappedFile::ReleasePages(raw);
   return absl::OkStatus();
-}
-
-void SafetensorsFile::ReleasePages(std::span<const uint8_t> bytes) const {
-  // Only whole pages inside the range: a neighbouring tensor may share the edge pages.
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace transerve

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "model/core/half.h"
 #include "model/loader/checkpoint_file.h"
+#include "model/loader/mapped_file.h"
 
 namespace transerve {
 
@@ -74,33 +75,11 @@ class SafetensorsFile final : public CheckpointFile {
   std::span<const uint8_t> RawBytes(const SafetensorsTensorInfo& info) const;
 
  private:
-  void ReleasePages(std::span<const uint8_t> bytes) const;
-
-  // Owns one read-only mmap; unmaps on destruction, transfers on move.
-  class Mapping {
-   public:
-    Mapping() = default;
-    Mapping(const uint8_t* data, std::size_t size) : data_(data), size_(size) {}
-    Mapping(Mapping&& other) noexcept;
-    Mapping& operator=(Mapping&& other) noexcept;
-    Mapping(const Mapping&) = delete;
-    Mapping& operator=(const Mapping&) = delete;
-    ~Mapping();
-
-    const uint8_t* data() const { return data_; }
-    std::size_t size() const { return size_; }
-
-   private:
-    void Reset();
-    const uint8_t* data_ = nullptr;
-    std::size_t size_ = 0;
-  };
-
   SafetensorsFile() = default;
   absl::Status ParseHeader();
 
   std::string path_;
-  Mapping mapping_;
+  MappedFile mapping_;
   uint64_t data_start_ = 0;  // 8 + N: where tensor offsets start in the file.
   std::map<std::string, SafetensorsTensorInfo, std::less<>> tensors_;
   std::map<std::string, std::string> metadata_;
