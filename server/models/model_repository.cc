@@ -46,6 +46,7 @@ struct ModelRepository::Entry {
   int64_t versions = 0, loads = 0, failed_loads = 0, unloads = 0;
   double load_seconds = 0;
   absl::Time last_used = absl::InfinitePast();
+  prometheus::Gauge* last_use_gauge = nullptr;
   int64_t known_bytes = 0;      // the last loaded version's, until the files change
   int64_t estimated_bytes = 0;  // from the checkpoint's header (EstimateLoadedBytes)
 };
@@ -155,6 +156,7 @@ absl::Status ModelRepository::AddPinned(const std::string& name, const std::stri
   e->name = name;
   e->dir = dir;
   e->pinned = true;
+  e->last_use_gauge = metrics_.LastUse(name);
   e->fingerprint = FingerprintOf(dir);
   (*loaded)->version = e->versions = 1;
   (*loaded)->pinned = true;
@@ -269,7 +271,7 @@ void ModelRepository::Acquire(const std::string& name, absl::Time deadline,
     } else if (e->current) {
       ++e->current->leases;
       e->last_used = absl::Now();
-      metrics_.Used(name, e->last_used);
+      RepositoryMetrics::Used(e->last_use_gauge, e->last_used);
       answer = ModelLease(this, e->current.get());
     } else if (!e->loading && !e->failed_fingerprint.empty() &&
                e->failed_fingerprint == e->fingerprint) {
@@ -288,7 +290,8 @@ void ModelRepository::Acquire(const std::string& name, absl::Time deadline,
 
 void ModelRepository::ReleaseLease(ServedModel* model) {
   absl::MutexLock lock(&mu_);
-  if (--model->leases == 0) wake_.SignalAll();  // it may be leaving, or room may be waited for
+  // A leaving version's last lease frees it (and makes room): the housekeeping thread does that.
+  if (--model->leases == 0 && model->leaving) wake_.SignalAll();
 }
 
 int64_t ModelRepository::NeededBytesLocked(const Entry& e) const {
@@ -352,14 +355,7 @@ void ModelRepository::PlanLocked() {
     if (plan.verdict == RoomPlan::Verdict::kWait) break;  // first come, first loaded
     StartLoadLocked(*e, /*reload=*/false);
   }
-  int64_t resident = 0;
-  for (const auto& [name, e] : entries_) {
-    if (!e->pinned && e->current) resident += e->current->resident_bytes;
-  }
-  for (const auto& v : leaving_) {
-    if (!v->pinned) resident += v->resident_bytes;
-  }
-  metrics_.SetRepository(resident, options_.budget.bytes);
+  metrics_.SetRepository(ResidentBytesLocked(), options_.budget.bytes);
 }
 
 void ModelRepository::StartLoadLocked(Entry& e, bool reload) {
@@ -382,11 +378,28 @@ void ModelRepository::UnloadLocked(Entry& e, const char* reason) {
   if (!e.current) return;
   Log().info("model '{}' version {} unloaded ({}){}", e.name, e.current->version, reason,
              e.current->leases > 0 ? ": freed once its calls in flight are done" : "");
-  leaving_.push_back(std::move(e.current));
+  RetireLocked(std::move(e.current));
   ++e.unloads;
   metrics_.Unloaded(e.name, reason, /*none_left=*/true);
   deferred_.push_back([this, name = e.name] { Notify(name, false); });
   wake_.SignalAll();
+}
+
+void ModelRepository::RetireLocked(std::unique_ptr<ServedModel> version) {
+  version->leaving = true;
+  leaving_.push_back(std::move(version));
+  wake_.SignalAll();
+}
+
+int64_t ModelRepository::ResidentBytesLocked() const {
+  int64_t resident = 0;
+  for (const auto& [name, e] : entries_) {
+    if (!e->pinned && e->current) resident += e->current->resident_bytes;
+  }
+  for (const auto& v : leaving_) {
+    if (!v->pinned) resident += v->resident_bytes;
+  }
+  return resident;
 }
 
 void ModelRepository::FailWaitersLocked(Entry& e, const absl::Status& s) {
@@ -482,7 +495,7 @@ void ModelRepository::FinishLoad(LoadJob job, absl::StatusOr<std::unique_ptr<Ser
       std::unique_ptr<ServedModel> v = *std::move(loaded);
       v->pinned = job.pinned;
       if (e == nullptr || draining_) {
-        leaving_.push_back(std::move(v));  // nobody wants it any more
+        RetireLocked(std::move(v));  // nobody wants it any more
       } else {
         v->version = ++e->versions;
         ++e->loads;
@@ -499,7 +512,7 @@ void ModelRepository::FinishLoad(LoadJob job, absl::StatusOr<std::unique_ptr<Ser
         if (e->current) {
           Log().info("model '{}': version {} serves; version {} finishes its calls and goes",
                      e->name, v->version, e->current->version);
-          leaving_.push_back(std::move(e->current));
+          RetireLocked(std::move(e->current));
           ++e->unloads;
           metrics_.Unloaded(e->name, "reload", /*none_left=*/false);
         } else {
@@ -518,7 +531,7 @@ void ModelRepository::FinishLoad(LoadJob job, absl::StatusOr<std::unique_ptr<Ser
         }
         if (!e->waiters.empty()) {
           e->last_used = now;
-          metrics_.Used(e->name, now);
+          RepositoryMetrics::Used(e->last_use_gauge, now);
         }
         e->waiters.clear();
         for (auto& r : e->reload_waiters) deferred_.push_back([r = std::move(r)] { r({}); });
@@ -648,6 +661,7 @@ void ModelRepository::Rescan(bool reload_all) {
         added->name = f.name;
         added->dir = f.dir;
         added->fingerprint = f.fingerprint;
+        added->last_use_gauge = metrics_.LastUse(f.name);
         if (listing != listings.end()) {
           added->languages = listing->second.languages;
           added->listed = listing->second.info;
@@ -765,15 +779,8 @@ v1::AdminListModelsResponse ModelRepository::Status() const {
     *r.add_models() = StatusLocked(*e);
     if (!e->pinned && e->current) ++loaded;
   }
-  int64_t resident = 0;
-  for (const auto& [name, e] : entries_) {
-    if (!e->pinned && e->current) resident += e->current->resident_bytes;
-  }
-  for (const auto& v : leaving_) {
-    if (!v->pinned) resident += v->resident_bytes;
-  }
   r.set_memory_budget_bytes(options_.budget.bytes);
-  r.set_resident_bytes(resident);
+  r.set_resident_bytes(ResidentBytesLocked());
   r.set_max_loaded_models(options_.budget.max_models);
   r.set_loaded_models(loaded);
   return r;

@@ -131,6 +131,10 @@ class ModelRepository {
   void StartLoadLocked(Entry& e, bool reload) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops new calls on the serving version; it is freed once its last lease goes.
   void UnloadLocked(Entry& e, const char* reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves a version out of service, to be freed by the housekeeping thread after its last lease.
+  void RetireLocked(std::unique_ptr<ServedModel> version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the repository's (not pinned) versions hold, those on their way out included.
+  int64_t ResidentBytesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireWaitersLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailWaitersLocked(Entry& e, const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Entry* FindLocked(const std::string& name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

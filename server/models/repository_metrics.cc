@@ -74,8 +74,12 @@ void RepositoryMetrics::Unloaded(const std::string& model, const char* reason, b
   }
 }
 
-void RepositoryMetrics::Used(const std::string& model, absl::Time when) {
-  last_use_->Add({{"model", model}}).Set(static_cast<double>(absl::ToUnixMicros(when)) / 1e6);
+prometheus::Gauge* RepositoryMetrics::LastUse(const std::string& model) {
+  return &last_use_->Add({{"model", model}});
+}
+
+void RepositoryMetrics::Used(prometheus::Gauge* last_use, absl::Time when) {
+  last_use->Set(static_cast<double>(absl::ToUnixMicros(when)) / 1e6);
 }
 
 void RepositoryMetrics::SetRepository(int64_t resident_bytes, int64_t budget_bytes) {

@@ -29,7 +29,9 @@ class RepositoryMetrics {
   void LoadFailed(const std::string& model);
   // `reason`: budget, admin, reload, removed.
   void Unloaded(const std::string& model, const char* reason, bool none_left);
-  void Used(const std::string& model, absl::Time when);
+  // The model's last-use gauge, for the request path to set without a label lookup.
+  prometheus::Gauge* LastUse(const std::string& model);
+  static void Used(prometheus::Gauge* last_use, absl::Time when);
   void SetRepository(int64_t resident_bytes, int64_t budget_bytes);
 
  private:

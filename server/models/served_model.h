@@ -27,8 +27,9 @@ struct ServedModel {
   ModelLanguages languages;
   v1::ModelInfo info;  // is_default is set by whoever lists it
   int64_t resident_bytes = 0;
-  bool pinned = false;  // a --model_dir model
-  int leases = 0;       // calls holding it; guarded by its repository's lock
+  bool pinned = false;   // a --model_dir model
+  int leases = 0;        // calls holding it; guarded by its repository's lock
+  bool leaving = false;  // no longer serving: freed once `leases` is 0 (same lock)
 };
 
 // How every model of a server is loaded.
