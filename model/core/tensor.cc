@@ -31,7 +31,10 @@ size_t DTypeSize(DType dtype) {
     case DType::kInt32:
       return 4;
     case DType::kFloat16:
+    case DType::kBFloat16:
       return 2;
+    case DType::kInt8:
+      return 1;
   }
   return 4;
 }

@@ -14,7 +14,8 @@
 namespace transerve {
 
 // kFloat16: IEEE half, for weights stored on a GPU (docs/cuda.md); the CPU computes in float32.
-enum class DType : uint8_t { kFloat32, kInt32, kFloat16 };
+// kInt8 and kBFloat16 hold the packed weights of low-precision CPU models (PackMatrix).
+enum class DType : uint8_t { kFloat32, kInt32, kFloat16, kBFloat16, kInt8 };
 enum class Device : uint8_t { kCpu, kCuda };
 
 size_t DTypeSize(DType dtype);

@@ -25,8 +25,13 @@ bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weigh
     sources.push_back(row.source);
   }
   Tensor& x = *hidden;
-  ops::EmbedTokens(weights.decoder_embedding, ws->ids, ws->positions, config.embedding_scale,
-                   weights.decoder_positions, &x);
+  if (weights.decoder_embedding_packed.empty()) {
+    ops::EmbedTokens(weights.decoder_embedding, ws->ids, ws->positions, config.embedding_scale,
+                     weights.decoder_positions, &x);
+  } else {
+    ops::EmbedTokens(weights.decoder_embedding_packed, ws->ids, ws->positions,
+                     config.embedding_scale, weights.decoder_positions, &x);
+  }
   for (int l = 0; l < config.decoder_layers; ++l) {
     const DecoderLayerWeights& layer = weights.decoder[l];
     ops::Linear(x, layer.self_qkv.weight, layer.self_qkv.bias, Activation::kIdentity, &ws->qkv,

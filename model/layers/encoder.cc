@@ -12,8 +12,13 @@ void EncodePacked(const TransformerConfig& config, const TransformerWeights& wei
     for (int32_t t = 0; t < offsets[b + 1] - offsets[b]; ++t) ws->positions.push_back(t);
   }
   Tensor& x = *out;
-  ops::EmbedTokens(weights.encoder_embedding, ids, ws->positions, config.embedding_scale,
-                   weights.encoder_positions, &x);
+  if (weights.encoder_embedding_packed.empty()) {
+    ops::EmbedTokens(weights.encoder_embedding, ids, ws->positions, config.embedding_scale,
+                     weights.encoder_positions, &x);
+  } else {
+    ops::EmbedTokens(weights.encoder_embedding_packed, ids, ws->positions, config.embedding_scale,
+                     weights.encoder_positions, &x);
+  }
   for (const EncoderLayerWeights& layer : weights.encoder) {
     ops::Linear(x, layer.self_qkv.weight, layer.self_qkv.bias, Activation::kIdentity, &ws->qkv,
                 &layer.self_qkv.packed);

@@ -5,9 +5,14 @@
 namespace transerve {
 namespace {
 
-void Pack(LinearWeights* w) {
-  w->packed = ops::PackMatrix(w->weight);
+void Pack(LinearWeights* w, ops::WeightFormat format) {
+  if (w->weight.empty()) return;  // packed already
+  w->packed = ops::PackMatrix(w->weight, format);
   w->weight = Tensor();
+}
+
+bool SameStorage(const Tensor& a, const Tensor& b) {
+  return !a.empty() && a.data<char>() == b.data<char>();
 }
 
 LinearWeights CopyLinear(const LinearWeights& w, Device device, DType dtype) {
@@ -60,10 +65,15 @@ class StorageCounter {
     if (t.empty() || !seen_.insert(t.data<char>()).second) return;
     bytes_ += static_cast<int64_t>(t.capacity_bytes());
   }
+  void Add(const ops::PackedMatrix& p) {
+    Add(p.panels);
+    Add(p.scales);
+    Add(p.column_sums);
+  }
   void Add(const LinearWeights& l) {
     Add(l.weight);
     Add(l.bias);
-    Add(l.packed.panels);
+    Add(l.packed);
   }
   void Add(const LayerNormWeights& n) {
     Add(n.gamma);
@@ -84,6 +94,8 @@ int64_t StorageBytes(const TransformerWeights& w) {
        {&w.encoder_embedding, &w.decoder_embedding, &w.encoder_positions, &w.decoder_positions}) {
     count.Add(*t);
   }
+  count.Add(w.encoder_embedding_packed);
+  count.Add(w.decoder_embedding_packed);
   count.Add(w.output);
   count.Add(w.cross_kv);
   for (const EncoderLayerWeights& l : w.encoder) {
@@ -103,18 +115,37 @@ int64_t StorageBytes(const TransformerWeights& w) {
   return count.bytes();
 }
 
-void PackWeights(TransformerWeights* weights) {
-  for (EncoderLayerWeights& layer : weights->encoder) {
-    for (LinearWeights* w : {&layer.self_qkv, &layer.self_out, &layer.fc1, &layer.fc2}) Pack(w);
+void PackTables(TransformerWeights* w, ops::WeightFormat format) {
+  const bool decoder_tied = SameStorage(w->decoder_embedding, w->output.weight);
+  const bool encoder_tied = SameStorage(w->encoder_embedding, w->decoder_embedding);
+  Pack(&w->output, format);
+  if (format == ops::WeightFormat::kFloat32 || w->decoder_embedding.empty()) return;
+  w->decoder_embedding_packed =
+      decoder_tied ? w->output.packed : ops::PackMatrix(w->decoder_embedding, format);
+  w->encoder_embedding_packed =
+      encoder_tied ? w->decoder_embedding_packed : ops::PackMatrix(w->encoder_embedding, format);
+  w->decoder_embedding = Tensor();
+  w->encoder_embedding = Tensor();
+}
+
+void PackLayer(EncoderLayerWeights* layer, ops::WeightFormat format) {
+  for (LinearWeights* w : {&layer->self_qkv, &layer->self_out, &layer->fc1, &layer->fc2}) {
+    Pack(w, format);
   }
-  for (DecoderLayerWeights& layer : weights->decoder) {
-    for (LinearWeights* w : {&layer.self_qkv, &layer.self_out, &layer.cross_q, &layer.cross_out,
-                             &layer.fc1, &layer.fc2}) {
-      Pack(w);
-    }
+}
+
+void PackLayer(DecoderLayerWeights* layer, ops::WeightFormat format) {
+  for (LinearWeights* w : {&layer->self_qkv, &layer->self_out, &layer->cross_q, &layer->cross_out,
+                           &layer->fc1, &layer->fc2}) {
+    Pack(w, format);
   }
-  Pack(&weights->cross_kv);
-  Pack(&weights->output);  // a tied output weight is the decoder embedding: that copy stays
+}
+
+void PackWeights(TransformerWeights* weights, ops::WeightFormat format) {
+  PackTables(weights, format);
+  for (EncoderLayerWeights& layer : weights->encoder) PackLayer(&layer, format);
+  for (DecoderLayerWeights& layer : weights->decoder) PackLayer(&layer, format);
+  Pack(&weights->cross_kv, format);
 }
 
 }  // namespace transerve

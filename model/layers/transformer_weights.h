@@ -68,6 +68,11 @@ struct TransformerWeights {
   // [max_positions, D], sinusoidal; per side because a checkpoint may store its own copies.
   Tensor encoder_positions;
   Tensor decoder_positions;
+  // A low-precision CPU model holds its tables packed instead (PackTables), the float tables
+  // released; a table tied to another shares its packed copy, so opus-mt's one shared table
+  // is stored once, as the output layer's weight.
+  ops::PackedMatrix encoder_embedding_packed;
+  ops::PackedMatrix decoder_embedding_packed;
   LinearWeights output;  // weight [target_vocab, D] (tied or lm_head), bias final_logits_bias
   // Cross-attention keys and values of every decoder layer: rows l*2D..l*2D+D-1 are layer l's
   // k_proj, the next D rows its v_proj. One GEMM projects a source for all layers at once.
@@ -79,9 +84,18 @@ struct TransformerWeights {
 // Bytes of storage the weights hold, each storage once (tied tables share theirs).
 int64_t StorageBytes(const TransformerWeights& weights);
 
-// Packs every linear layer's weight for the CPU product kernel and releases the row-major
-// copy, so a loaded model holds each weight once (the embedding tables stay as they are).
-void PackWeights(TransformerWeights* weights);
+// Packing for the CPU product kernels, in `format`: each packs the linear weights it is given
+// that are not packed yet and releases their row-major copies, so a loaded model holds each
+// weight once. The loader packs each part as soon as it is read, which bounds the float copies
+// alive at once (a low-precision model never holds all its weights in float32).
+// The output layer, and for formats other than float32 the embedding tables (float32 keeps
+// them as they are: its output copy is the only packed one).
+void PackTables(TransformerWeights* weights, ops::WeightFormat format);
+void PackLayer(EncoderLayerWeights* layer, ops::WeightFormat format);
+void PackLayer(DecoderLayerWeights* layer, ops::WeightFormat format);
+// Everything above, and the fused cross-attention projection.
+void PackWeights(TransformerWeights* weights,
+                 ops::WeightFormat format = ops::WeightFormat::kFloat32);
 
 // A copy of every tensor on `device` (row-major linear weights: call before PackWeights, which
 // is for the CPU only), the linear layers' weight matrices stored as `linear_dtype`

@@ -224,8 +224,8 @@ absl::StatusOr<std::unique_ptr<CheckpointFile>> OpenWeights(const std::string& m
   return std::unique_ptr<CheckpointFile>(*std::move(file));
 }
 
-absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& model_dir,
-                                                             bool pack) {
+absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(
+    const std::string& model_dir, std::optional<ops::WeightFormat> pack) {
   auto model = std::make_unique<MarianModel>();
   model->model_dir = model_dir;
   if (!fs::is_directory(model_dir)) {
@@ -287,6 +287,7 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& 
   auto bias = reader.Read("final_logits_bias", {c.decoder_vocab_size});
   if (!bias.ok()) return bias.status();
   w.output.bias = *std::move(bias);
+  if (pack) PackTables(&w, *pack);
 
   // The position table is the one tensor sized by config.json alone, not by the file: bound it
   // so a corrupt config is an error, not an allocation failure.
@@ -314,6 +315,7 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& 
   w.encoder.resize(static_cast<size_t>(c.encoder_layers));
   for (int i = 0; i < c.encoder_layers; ++i) {
     if (auto s = LoadEncoderLayer(builder, c, i, &w.encoder[i]); !s.ok()) return s;
+    if (pack) PackLayer(&w.encoder[i], *pack);
   }
   w.decoder.resize(static_cast<size_t>(c.decoder_layers));
   std::vector<LinearWeights> cross_k(w.decoder.size()), cross_v(w.decoder.size());
@@ -322,6 +324,7 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& 
         !s.ok()) {
       return s;
     }
+    if (pack) PackLayer(&w.decoder[i], *pack);
   }
   std::vector<const Tensor*> kv_weights, kv_biases;
   for (size_t i = 0; i < w.decoder.size(); ++i) {
@@ -330,7 +333,7 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& 
   }
   w.cross_kv.weight = Concat(kv_weights);
   w.cross_kv.bias = Concat(kv_biases);
-  if (pack) PackWeights(&w);
+  if (pack) PackWeights(&w, *pack);
 
   Log().info("loaded {} from {}: d_model {}, {}+{} layers, {} heads, vocab {}/{}, {}, {}",
              model_dir, fs::path(weights_path).filename().string(), d, c.encoder_layers,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -24,13 +25,14 @@ struct MarianModel {
 
 // Every problem (missing file, missing or mis-shaped tensor, unsupported dtype or setting,
 // truncated file) is an error that names the file and the tensor; nothing here crashes on input.
-// `pack`: pack the linear weights for the CPU kernel (PackWeights); a GPU model keeps them
-// row-major and uploads them.
+// `pack`: pack the weights for the CPU kernels in that format (PackWeights), each part as it is
+// read; nullopt keeps them row-major in float32 (a GPU model uploads them so).
 // The directory's weights file: model.safetensors when present, else pytorch_model.bin (read
 // without running its pickle).
 absl::StatusOr<std::unique_ptr<CheckpointFile>> OpenWeights(const std::string& model_dir);
 
-absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(const std::string& model_dir,
-                                                             bool pack = true);
+absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(
+    const std::string& model_dir,
+    std::optional<ops::WeightFormat> pack = ops::WeightFormat::kFloat32);
 
 }  // namespace transerve

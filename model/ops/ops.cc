@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/ops/cpu/cpu_isa.h"
 #include "model/ops/cpu/cpu_ops.h"
 #include "model/ops/cuda_ops.h"
 
@@ -84,10 +85,30 @@ void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float bet
   Record(start, a.dim(0), a.dim(1), c->dim(1));
 }
 
-PackedMatrix PackMatrix(const Tensor& weight) {
-  RequireCpu(weight.device(), "PackMatrix");
-  return cpu::PackMatrix(weight);
+std::string_view WeightFormatName(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kFloat32:
+      return "float32";
+    case WeightFormat::kBFloat16:
+      return "bfloat16";
+    case WeightFormat::kInt8:
+      return "int8";
+  }
+  return "unknown";
 }
+
+PackedMatrix PackMatrix(const Tensor& weight, WeightFormat format) {
+  RequireCpu(weight.device(), "PackMatrix");
+  return cpu::PackMatrix(weight, format);
+}
+
+void UnpackRow(const PackedMatrix& packed, int64_t n, float* out) {
+  cpu::UnpackRow(packed, n, out);
+}
+
+std::vector<std::string> SupportedCpuIsas() { return cpu::SupportedCpuIsas(); }
+absl::Status SetCpuIsa(const std::string& name) { return cpu::SetCpuIsa(name); }
+std::string CpuKernelDescription() { return cpu::CpuKernelDescription(); }
 
 void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation activation,
             Tensor* y, const PackedMatrix* packed) {
@@ -98,9 +119,11 @@ void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activatio
   RequireCpu(x.device(), "Linear");
   if (packed != nullptr && !packed->empty()) {
     const auto start = std::chrono::steady_clock::now();
-    cpu::PackedProduct(x, *packed, bias, y);
+    cpu::PackedProduct(x, *packed, bias, activation, y);
     if (gemm_counters_enabled) Record(start, x.dim(0), x.dim(1), packed->rows);
-  } else if (bias.empty()) {
+    return;
+  }
+  if (bias.empty()) {
     Gemm(x, weight, /*trans_b=*/true, 1.0f, 0.0f, y);
   } else {
     // The GEMM accumulates onto rows pre-filled with the bias: one pass less over y.
@@ -170,6 +193,12 @@ void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
     return;
   }
   RequireCpu(table.device(), "EmbedTokens");
+  cpu::EmbedTokens(table, ids, positions, scale, position_table, out);
+}
+
+void EmbedTokens(const PackedMatrix& table, std::span<const int32_t> ids,
+                 std::span<const int32_t> positions, float scale, const Tensor& position_table,
+                 Tensor* out) {
   cpu::EmbedTokens(table, ids, positions, scale, position_table, out);
 }
 

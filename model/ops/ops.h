@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "model/core/activation.h"
 #include "model/core/tensor.h"
@@ -97,26 +99,58 @@ GemmCounters ReadGemmCounters();
 // [K, N]; c: [M, N] (must already have that shape when beta != 0, else it is resized).
 void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float beta, Tensor* c);
 
-// A weight matrix [N, K] (nn.Linear layout) rearranged for the product kernel: panels of
-// kPanelWidth output features, [ceil(N / width)][K][width], zero-padded. The BLAS GEMM re-packs
-// its weight operand on every call, which costs as much as the arithmetic when the batch has
-// tens of rows; a packed copy is made once, at load time. Every product with a model weight
-// uses it, whatever its row count: one kernel summing each output in plain K order, so a row's
-// result never depends on the batch it is in (a sentence translates the same alone, in a
-// static batch or joining a continuous one). Measured with 2 threads: 2-5x faster than
-// OpenBLAS below 48 rows and on a par or faster up to 256 (docs/engine.md).
+// How a packed weight stores its numbers (--dtype on the CPU). float32 is exact; bfloat16 keeps
+// the top 16 bits of each weight (rounded to nearest even) and multiplies bfloat16 activations
+// with float32 sums; int8 keeps each output feature's weights as q * scale with |q| <= 127 and
+// multiplies them with activations quantized per row the same way, summing in int32.
+enum class WeightFormat : uint8_t { kFloat32, kBFloat16, kInt8 };
+std::string_view WeightFormatName(WeightFormat format);
+
+// A weight matrix [N, K] (nn.Linear layout) rearranged for the product kernels: panels of
+// kPanelWidth output features, zero-padded. The BLAS GEMM re-packs its weight operand on every
+// call, which costs as much as the arithmetic when the batch has tens of rows; a packed copy is
+// made once, at load time. Every product with a model weight uses it, whatever its row count:
+// one kernel summing each output in plain K order, so a row's result never depends on the batch
+// it is in (a sentence translates the same alone, in a static batch or joining a continuous
+// one). Measured with 2 threads: 2-5x faster than OpenBLAS below 48 rows and on a par or faster
+// up to 256 (docs/engine.md). Layouts, with K rounded up to `depth`:
+//   float32  [panels][depth][32] floats            (depth = K)
+//   bfloat16 [panels][depth/2][32][2] bfloat16     (depth = K rounded up to 2: the pairs
+//                                                    vdpbf16ps multiplies)
+//   int8     [panels][depth/4][32][4] int8         (depth = K rounded up to 4: the quads
+//                                                    vpdpbusd multiplies)
 struct PackedMatrix {
   static constexpr int kPanelWidth = 32;
+  WeightFormat format = WeightFormat::kFloat32;
   Tensor panels;
-  int64_t rows = 0;  // N
-  int64_t cols = 0;  // K
+  // int8 only, one per output feature (padded to whole panels): the weight is q * scales[n];
+  // column_sums[n] is the sum of its q over K (the unsigned-activation correction of vpdpbusd).
+  Tensor scales;
+  Tensor column_sums;
+  int64_t rows = 0;   // N
+  int64_t cols = 0;   // K
+  int64_t depth = 0;  // K padded as the format needs
   bool empty() const { return panels.empty(); }
 };
-PackedMatrix PackMatrix(const Tensor& weight);
+PackedMatrix PackMatrix(const Tensor& weight, WeightFormat format = WeightFormat::kFloat32);
+// Row n of the weight as the packed copy holds it (de-quantized), into out[0..K): the embedding
+// lookup of a table that is stored packed.
+void UnpackRow(const PackedMatrix& packed, int64_t n, float* out);
+
+// The CPU kernels' instruction-set level, lowest first: avx2 (AVX2 + FMA, the build's floor),
+// avx512 (F/BW/DQ/VL), avx512_vnni (+ vpdpbusd for int8), avx512_bf16 (+ vdpbf16ps for
+// bfloat16). The highest the CPU supports is used unless TRANSERVE_CPU_ISA names a lower one.
+std::vector<std::string> SupportedCpuIsas();
+// Lowers (or restores) the level for the whole process: INVALID_ARGUMENT for a name that is not
+// one of SupportedCpuIsas(). Every level computes the same results bit for bit.
+absl::Status SetCpuIsa(const std::string& name);
+// The level in use and the kernel each weight format runs with, for logs and reports.
+std::string CpuKernelDescription();
 
 // y = activation(x · weightᵀ + bias). x: [M, K], weight: [N, K], bias: [N] or empty; y -> [M, N].
-// With a packed copy of the weight (and few rows) the product uses it. A float16 weight (GPU)
-// carries its bias (ToFloat16Linear): `bias` is then empty.
+// With a packed copy of the weight the product uses it (any format), the bias and activation
+// applied as each panel of outputs is finished. A float16 weight (GPU) carries its bias
+// (ToFloat16Linear): `bias` is then empty.
 void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation activation,
             Tensor* y, const PackedMatrix* packed = nullptr);
 
@@ -154,6 +188,10 @@ void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, 
 
 // out[r] = table[ids[r]] * scale + position_table[positions[r]]; out -> [R, D].
 void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
+                 std::span<const int32_t> positions, float scale, const Tensor& position_table,
+                 Tensor* out);
+// The same from a table stored packed (a low-precision CPU model: UnpackRow).
+void EmbedTokens(const PackedMatrix& table, std::span<const int32_t> ids,
                  std::span<const int32_t> positions, float scale, const Tensor& position_table,
                  Tensor* out);
 

@@ -1,6 +1,7 @@
 #include "model/translator/translator.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -64,19 +65,35 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
     return absl::ResourceExhaustedError(e.what());
   }
   const ops::StreamScope scope(t->stream_);
-  // The CPU packs its linear weights; the GPU takes them row-major, uploaded once.
-  auto model = LoadMarianModel(options.model_dir, /*pack=*/t->device_ == Device::kCpu);
+  const bool cpu = t->device_ == Device::kCpu;
+  const std::string& dtype = options.dtype;
+  if (dtype != "auto" && dtype != "float32" && dtype != "float16" && dtype != "bfloat16" &&
+      dtype != "int8") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown dtype '", dtype, "' (expected auto, float32, bfloat16, int8 or float16)"));
+  }
+  if (dtype == "float16" && cpu) {
+    return absl::InvalidArgumentError(
+        "dtype float16 needs a GPU: on the CPU use float32, bfloat16 or int8");
+  }
+  if ((dtype == "bfloat16" || dtype == "int8") && !cpu) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dtype ", dtype, " runs on the CPU only: on a GPU use float16 or float32"));
+  }
+  // The CPU packs its weights in the chosen format as it reads them (no conversion step); the
+  // GPU takes them row-major, uploaded once.
+  std::optional<ops::WeightFormat> pack;
+  if (cpu) {
+    pack = dtype == "int8"       ? ops::WeightFormat::kInt8
+           : dtype == "bfloat16" ? ops::WeightFormat::kBFloat16
+                                 : ops::WeightFormat::kFloat32;
+    t->dtype_ = std::string(ops::WeightFormatName(*pack));
+  }
+  auto model = LoadMarianModel(options.model_dir, pack);
   if (!model.ok()) return model.status();
   t->model_ = *std::move(model);
-  if (options.dtype != "auto" && options.dtype != "float32" && options.dtype != "float16") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown dtype '", options.dtype, "' (expected auto, float32 or float16)"));
-  }
-  if (options.dtype == "float16" && t->device_ == Device::kCpu) {
-    return absl::InvalidArgumentError("dtype float16 needs a GPU: the CPU computes in float32");
-  }
-  if (t->device_ != Device::kCpu) {
-    t->dtype_ = options.dtype == "float32" ? "float32" : "float16";
+  if (!cpu) {
+    t->dtype_ = dtype == "float32" ? "float32" : "float16";
     t->model_->weights = CopyWeightsTo(t->model_->weights, t->device_,
                                        t->dtype_ == "float16" ? DType::kFloat16 : DType::kFloat32);
   }
@@ -97,8 +114,9 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
   t->kv_pool_ = std::make_unique<KvBlockPool>(
       c.d_model, t->device_, KvBlocksWithin(options.kv_cache_max_bytes, c.d_model));
   t->stream_.Synchronize();  // the weights are in place before the first request
-  Log().info("translator ready on {} ({}, {})", DeviceName(t->device_),
-             ops::DeviceDescription(t->device_), t->dtype_);
+  Log().info("translator ready on {} ({}, {}{})", DeviceName(t->device_),
+             ops::DeviceDescription(t->device_), t->dtype_,
+             cpu ? "; " + ops::CpuKernelDescription() : "");
   return t;
 }
 

@@ -29,8 +29,9 @@ namespace transerve {
 struct TranslatorOptions {
   std::string model_dir;
   std::string device = "auto";  // auto | cpu | cuda
-  // Linear weights' storage: auto (float16 on a GPU, float32 on the CPU) | float32 | float16
-  // (GPU only: the CPU computes in float32).
+  // Weights' storage and arithmetic: auto (float16 on a GPU, float32 on the CPU) | float32 |
+  // float16 (GPU only) | bfloat16 | int8 (CPU only: packed so at load from whatever the
+  // checkpoint stores; docs/engine.md, "Low precision on the CPU").
   std::string dtype = "auto";
   int num_threads = 0;             // GEMM threads; 0 = every core
   int64_t kv_cache_max_bytes = 0;  // 0 = unbounded

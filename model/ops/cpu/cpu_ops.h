@@ -12,16 +12,22 @@ void SetNumThreads(int threads);
 int GetNumThreads();
 std::string BlasDescription();
 void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float beta, Tensor* c);
-PackedMatrix PackMatrix(const Tensor& weight);
-// y = x · weightᵀ + bias with the packed weight; y -> [M, N].
-void PackedProduct(const Tensor& x, const PackedMatrix& weight, const Tensor& bias, Tensor* y);
+PackedMatrix PackMatrix(const Tensor& weight, WeightFormat format);
+void UnpackRow(const PackedMatrix& packed, int64_t n, float* out);
+// y = activation(x · weightᵀ + bias) with the packed weight, in its format; y -> [M, N].
+void PackedProduct(const Tensor& x, const PackedMatrix& weight, const Tensor& bias,
+                   Activation activation, Tensor* y);
 // y -> [rows, N] with every row a copy of `row` ([N]).
 void BroadcastRows(const Tensor& row, int64_t rows, Tensor* y);
 // y = activation(y), element-wise.
 void Activate(Activation activation, Tensor* y);
+void ActivateSpan(Activation activation, float* y, int64_t n);
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                   float eps, Tensor* out);
 void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
+                 std::span<const int32_t> positions, float scale, const Tensor& position_table,
+                 Tensor* out);
+void EmbedTokens(const PackedMatrix& table, std::span<const int32_t> ids,
                  std::span<const int32_t> positions, float scale, const Tensor& position_table,
                  Tensor* out);
 void PackedSelfAttention(const Tensor& qkv, std::span<const int32_t> offsets, int heads,

@@ -65,9 +65,9 @@ void BroadcastRows(const Tensor& row, int64_t rows, Tensor* y) {
   for (int64_t i = 0; i < rows; ++i) std::memcpy(y->f32() + i * n, row.f32(), n * sizeof(float));
 }
 
-void Activate(Activation activation, Tensor* y) {
-  float* out = y->f32();
-  const int64_t n = y->numel();
+void Activate(Activation activation, Tensor* y) { ActivateSpan(activation, y->f32(), y->numel()); }
+
+void ActivateSpan(Activation activation, float* out, int64_t n) {
   switch (activation) {
     case Activation::kIdentity:
       break;

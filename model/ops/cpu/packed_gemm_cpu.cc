@@ -1,111 +1,270 @@
-// Products of a few activation rows with a pre-packed weight matrix (decoder steps). Each
-// panel of 32 output features is streamed from memory once per call and reused from cache for
-// every block of rows; each output element is one sequential sum over K, so a row's result
-// does not depend on how many other rows are in the batch.
+// Products of activation rows with a pre-packed weight matrix, in any weight format. The
+// weights are packed (and rounded or quantized) once at load; the activations are converted
+// per call, each row on its own (its own int8 scale), so a row's result does not depend on the
+// other rows. Each panel of 32 output features is streamed from memory once per call, reused
+// from cache for every block of rows, and finished (bias, activation) while it is in cache.
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "model/core/thread_pool.h"
+#include "model/ops/cpu/cpu_isa.h"
 #include "model/ops/cpu/cpu_ops.h"
-#include "model/ops/cpu/vector_math.h"
 
 namespace transerve::ops::cpu {
 namespace {
 
 constexpr int kWidth = PackedMatrix::kPanelWidth;
-static_assert(kWidth == 2 * kLanes, "a panel is two vectors wide");
 
-inline void StoreFloats16(float* p, Floats16 v) { std::memcpy(p, &v, sizeof(v)); }
+int64_t RoundUp(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
-// R rows of x (row stride k) times one panel: out[r][0..width) = x[r] · panel + bias.
-// `prefetch`, when set, is the next panel: the first row block pulls it toward the cache while
-// it computes, so streaming a large weight matrix does not stall on memory latency.
-template <int R>
-void PanelBlock(const float* x, int64_t k, const float* panel, const float* bias32, float* out,
-                int64_t ldc, int width, const float* prefetch) {
-  Floats16 acc0[R], acc1[R];
-  const Floats16 b0 = LoadFloats16(bias32);
-  const Floats16 b1 = LoadFloats16(bias32 + kLanes);
-  for (int r = 0; r < R; ++r) {
-    acc0[r] = b0;
-    acc1[r] = b1;
+// Nearest bfloat16 (ties to even), denormals flushed to zero as vdpbf16ps reads them, NaN kept.
+uint16_t ToBf16(float v) {
+  uint32_t bits = std::bit_cast<uint32_t>(v);
+  if ((bits & 0x7f800000u) == 0) return static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float FromBf16(uint16_t v) { return std::bit_cast<float>(static_cast<uint32_t>(v) << 16); }
+
+float MaxAbs(const float* v, int64_t n) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(v[i]));
+  return m;
+}
+
+// q = round(v * 127 / max|v|), so |q| <= 127 and q * scale ~ v; scale 0 for an all-zero row.
+float Int8Scale(float max_abs) { return max_abs / 127.0f; }
+float Int8Inverse(float max_abs) { return max_abs > 0.0f ? 127.0f / max_abs : 0.0f; }
+int32_t QuantizeInt8(float v, float inverse) {
+  return static_cast<int32_t>(std::clamp(std::nearbyint(v * inverse), -127.0f, 127.0f));
+}
+
+void PackFloat32(const float* src, PackedMatrix* p) {
+  const int64_t panels = p->panels.dim(0);
+  float* dst = p->panels.f32();
+  std::fill(dst, dst + panels * p->depth * kWidth, 0.0f);
+  for (int64_t n = 0; n < p->rows; ++n) {
+    float* panel = dst + (n / kWidth) * p->depth * kWidth + n % kWidth;
+    for (int64_t i = 0; i < p->cols; ++i) panel[i * kWidth] = src[n * p->cols + i];
   }
-  for (int64_t i = 0; i < k; ++i) {
-    if (prefetch != nullptr) {
-      __builtin_prefetch(prefetch + i * kWidth);
-      __builtin_prefetch(prefetch + i * kWidth + kLanes);
-    }
-    const Floats16 v0 = LoadFloats16(panel + i * kWidth);
-    const Floats16 v1 = LoadFloats16(panel + i * kWidth + kLanes);
-    for (int r = 0; r < R; ++r) {
-      const float a = x[r * k + i];
-      acc0[r] += a * v0;
-      acc1[r] += a * v1;
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    if (width == kWidth) {
-      StoreFloats16(out + r * ldc, acc0[r]);
-      StoreFloats16(out + r * ldc + kLanes, acc1[r]);
-    } else {
-      float tmp[kWidth];
-      StoreFloats16(tmp, acc0[r]);
-      StoreFloats16(tmp + kLanes, acc1[r]);
-      std::memcpy(out + r * ldc, tmp, width * sizeof(float));
+}
+
+void PackBFloat16(const float* src, PackedMatrix* p) {
+  const int64_t panels = p->panels.dim(0);
+  uint16_t* dst = p->panels.data<uint16_t>();
+  std::fill(dst, dst + panels * p->depth * kWidth, uint16_t{0});
+  for (int64_t n = 0; n < p->rows; ++n) {
+    uint16_t* panel = dst + (n / kWidth) * p->depth * kWidth + (n % kWidth) * 2;
+    for (int64_t i = 0; i < p->cols; ++i) {
+      panel[(i / 2) * 2 * kWidth + i % 2] = ToBf16(src[n * p->cols + i]);
     }
   }
+}
+
+void PackInt8(const float* src, PackedMatrix* p) {
+  const int64_t panels = p->panels.dim(0);
+  int8_t* dst = p->panels.data<int8_t>();
+  std::fill(dst, dst + panels * p->depth * kWidth, int8_t{0});
+  float* scales = p->scales.f32();
+  int32_t* sums = p->column_sums.data<int32_t>();
+  std::fill(scales, scales + panels * kWidth, 0.0f);
+  std::fill(sums, sums + panels * kWidth, 0);
+  for (int64_t n = 0; n < p->rows; ++n) {
+    const float* row = src + n * p->cols;
+    const float max_abs = MaxAbs(row, p->cols);
+    const float inverse = Int8Inverse(max_abs);
+    scales[n] = Int8Scale(max_abs);
+    int8_t* panel = dst + (n / kWidth) * p->depth * kWidth + (n % kWidth) * 4;
+    for (int64_t i = 0; i < p->cols; ++i) {
+      const int32_t q = QuantizeInt8(row[i], inverse);
+      panel[(i / 4) * 4 * kWidth + i % 4] = static_cast<int8_t>(q);
+      sums[n] += q;
+    }
+  }
+}
+
+// The per-call conversions of the activation rows, kept per calling thread (each model's
+// scheduler loop is one) so decode steps reuse their memory.
+struct ActivationScratch {
+  std::vector<uint16_t> bf16;
+  std::vector<int16_t> int16;
+  std::vector<uint8_t> bytes;
+  std::vector<float> scales;
+};
+ActivationScratch& Scratch() {
+  thread_local ActivationScratch scratch;
+  return scratch;
+}
+
+// Runs fn(first, last) over the rows, on the engine's threads when there is enough work to pay
+// for waking them.
+template <typename Fn>
+void ForRows(int64_t m, int64_t k, const Fn& fn) {
+  constexpr int64_t kParallelElements = 1 << 15;
+  if (m * k < kParallelElements) {
+    fn(0, m);
+    return;
+  }
+  ThreadPool::Engine().ParallelFor(m, fn);
+}
+
+const uint16_t* RoundRowsToBf16(const float* x, int64_t m, int64_t k, int64_t depth) {
+  std::vector<uint16_t>& out = Scratch().bf16;
+  out.assign(static_cast<size_t>(m * depth), 0);
+  uint16_t* dst = out.data();
+  ForRows(m, k, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      for (int64_t i = 0; i < k; ++i) dst[r * depth + i] = ToBf16(x[r * k + i]);
+    }
+  });
+  return dst;
+}
+
+template <typename Q, int kOffset>
+void QuantizeRowsInto(const float* x, int64_t m, int64_t k, int64_t depth, Q* dst, float* scales) {
+  ForRows(m, k, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      const float* row = x + r * k;
+      const float max_abs = MaxAbs(row, k);
+      const float inverse = Int8Inverse(max_abs);
+      scales[r] = Int8Scale(max_abs);
+      Q* q = dst + r * depth;
+      for (int64_t i = 0; i < k; ++i)
+        q[i] = static_cast<Q>(QuantizeInt8(row[i], inverse) + kOffset);
+    }
+  });
+}
+
+// Each row quantized with its own scale, in the form the int8 kernel multiplies: int16, or
+// unsigned bytes q + 128 (padding: q = 0).
+const void* QuantizeRows(const float* x, int64_t m, int64_t k, int64_t depth, Int8Activations form,
+                         const float** scales_out) {
+  ActivationScratch& s = Scratch();
+  s.scales.resize(static_cast<size_t>(m));
+  *scales_out = s.scales.data();
+  if (form == Int8Activations::kInt16) {
+    s.int16.assign(static_cast<size_t>(m * depth), 0);
+    QuantizeRowsInto<int16_t, 0>(x, m, k, depth, s.int16.data(), s.scales.data());
+    return s.int16.data();
+  }
+  s.bytes.assign(static_cast<size_t>(m * depth), 128);
+  QuantizeRowsInto<uint8_t, 128>(x, m, k, depth, s.bytes.data(), s.scales.data());
+  return s.bytes.data();
 }
 
 }  // namespace
 
-PackedMatrix PackMatrix(const Tensor& weight) {
+PackedMatrix PackMatrix(const Tensor& weight, WeightFormat format) {
   PackedMatrix p;
+  p.format = format;
   p.rows = weight.dim(0);
   p.cols = weight.dim(1);
   const int64_t panels = (p.rows + kWidth - 1) / kWidth;
-  p.panels = Tensor({panels, p.cols, kWidth});
-  float* dst = p.panels.f32();
-  std::fill(dst, dst + p.panels.numel(), 0.0f);
-  const float* src = weight.f32();
-  for (int64_t n = 0; n < p.rows; ++n) {
-    float* panel = dst + (n / kWidth) * p.cols * kWidth + n % kWidth;
-    for (int64_t i = 0; i < p.cols; ++i) panel[i * kWidth] = src[n * p.cols + i];
+  switch (format) {
+    case WeightFormat::kFloat32:
+      p.depth = p.cols;
+      p.panels = Tensor({panels, p.depth, kWidth});
+      PackFloat32(weight.f32(), &p);
+      break;
+    case WeightFormat::kBFloat16:
+      p.depth = RoundUp(p.cols, 2);
+      p.panels = Tensor({panels, p.depth, kWidth}, DType::kBFloat16);
+      PackBFloat16(weight.f32(), &p);
+      break;
+    case WeightFormat::kInt8:
+      p.depth = RoundUp(p.cols, 4);
+      p.panels = Tensor({panels, p.depth, kWidth}, DType::kInt8);
+      p.scales = Tensor({panels * kWidth});
+      p.column_sums = Tensor({panels * kWidth}, DType::kInt32);
+      PackInt8(weight.f32(), &p);
+      break;
   }
   return p;
 }
 
-void PackedProduct(const Tensor& x, const PackedMatrix& weight, const Tensor& bias, Tensor* y) {
+void UnpackRow(const PackedMatrix& p, int64_t n, float* out) {
+  const int64_t panel_offset = (n / kWidth) * p.depth * kWidth;
+  const int64_t lane = n % kWidth;
+  switch (p.format) {
+    case WeightFormat::kFloat32: {
+      const float* panel = p.panels.f32() + panel_offset + lane;
+      for (int64_t i = 0; i < p.cols; ++i) out[i] = panel[i * kWidth];
+      break;
+    }
+    case WeightFormat::kBFloat16: {
+      const uint16_t* panel = p.panels.data<uint16_t>() + panel_offset + lane * 2;
+      for (int64_t i = 0; i < p.cols; ++i) out[i] = FromBf16(panel[(i / 2) * 2 * kWidth + i % 2]);
+      break;
+    }
+    case WeightFormat::kInt8: {
+      const int8_t* panel = p.panels.data<int8_t>() + panel_offset + lane * 4;
+      const float scale = p.scales.f32()[n];
+      for (int64_t i = 0; i < p.cols; ++i) out[i] = panel[(i / 4) * 4 * kWidth + i % 4] * scale;
+      break;
+    }
+  }
+}
+
+void PackedProduct(const Tensor& x, const PackedMatrix& weight, const Tensor& bias,
+                   Activation activation, Tensor* y) {
   const int64_t m = x.dim(0);
   const int64_t k = x.dim(1);
   const int64_t n = weight.rows;
+  const int64_t depth = weight.depth;
   y->Resize({m, n});
+  if (m == 0) return;
+  const KernelSet& kernels = ActiveKernels();
   const int64_t panels = weight.panels.dim(0);
-  const float* xs = x.f32();
-  const float* packed = weight.panels.f32();
   const float* b = bias.empty() ? nullptr : bias.f32();
   float* out = y->f32();
+
+  // The operand rows in the format's form, made once for every panel.
+  const uint16_t* x_bf16 = nullptr;
+  const void* x_int8 = nullptr;
+  const float* x_scales = nullptr;
+  if (weight.format == WeightFormat::kBFloat16) x_bf16 = RoundRowsToBf16(x.f32(), m, k, depth);
+  if (weight.format == WeightFormat::kInt8) {
+    x_int8 = QuantizeRows(x.f32(), m, k, depth, kernels.int8_activations, &x_scales);
+  }
+
   ThreadPool::Engine().ParallelFor(panels, [&](int64_t first, int64_t last) {
-    float bias32[kWidth];
+    alignas(64) float bias32[kWidth];
     for (int64_t p = first; p < last; ++p) {
       const int64_t col = p * kWidth;
       const int width = static_cast<int>(std::min<int64_t>(kWidth, n - col));
       std::fill(bias32, bias32 + kWidth, 0.0f);
       if (b != nullptr) std::memcpy(bias32, b + col, width * sizeof(float));
-      const float* panel = packed + p * k * kWidth;
-      const float* next = p + 1 < last ? panel + k * kWidth : nullptr;
+      const bool has_next = p + 1 < last;
       float* dst = out + col;
-      int64_t r = 0;
-      for (; r + 8 <= m; r += 8, next = nullptr) {
-        PanelBlock<8>(xs + r * k, k, panel, bias32, dst + r * n, n, width, next);
+      switch (weight.format) {
+        case WeightFormat::kFloat32: {
+          const float* panel = weight.panels.f32() + p * depth * kWidth;
+          kernels.float_panel(x.f32(), m, k, panel, bias32, dst, n, width,
+                              has_next ? panel + depth * kWidth : nullptr);
+          break;
+        }
+        case WeightFormat::kBFloat16: {
+          const uint16_t* panel = weight.panels.data<uint16_t>() + p * depth * kWidth;
+          kernels.bf16_panel(x_bf16, m, depth, panel, bias32, dst, n, width,
+                             has_next ? panel + depth * kWidth : nullptr);
+          break;
+        }
+        case WeightFormat::kInt8: {
+          const int8_t* panel = weight.panels.data<int8_t>() + p * depth * kWidth;
+          const Int8PanelWeights w{panel, weight.column_sums.data<int32_t>() + col,
+                                   weight.scales.f32() + col, bias32,
+                                   has_next ? panel + depth * kWidth : nullptr};
+          kernels.int8_panel(x_int8, x_scales, m, depth, w, dst, n, width);
+          break;
+        }
       }
-      for (; r + 4 <= m; r += 4, next = nullptr) {
-        PanelBlock<4>(xs + r * k, k, panel, bias32, dst + r * n, n, width, next);
-      }
-      for (; r + 2 <= m; r += 2, next = nullptr) {
-        PanelBlock<2>(xs + r * k, k, panel, bias32, dst + r * n, n, width, next);
-      }
-      for (; r < m; ++r, next = nullptr) {
-        PanelBlock<1>(xs + r * k, k, panel, bias32, dst + r * n, n, width, next);
+      if (activation != Activation::kIdentity) {
+        for (int64_t r = 0; r < m; ++r) ActivateSpan(activation, dst + r * n, width);
       }
     }
   });

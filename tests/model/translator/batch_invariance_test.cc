@@ -1,10 +1,13 @@
 // A sentence's translation does not depend on what else is in its batch: the same ids and the
-// same scores, bit for bit (one product kernel for every row count, attention row by row).
+// same scores, bit for bit (one product kernel for every row count, attention row by row,
+// activations quantized row by row), in every CPU dtype.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <string>
+#include <tuple>
 
 #include "model/translator/translator.h"
 #include "tests/model/translator/fixtures.h"
@@ -12,20 +15,24 @@
 namespace transerve {
 namespace {
 
-class BatchInvarianceTest : public ::testing::TestWithParam<int> {};
+class BatchInvarianceTest : public ::testing::TestWithParam<std::tuple<int, std::string>> {
+ protected:
+  int beam() const { return std::get<0>(GetParam()); }
+  const std::string& dtype() const { return std::get<1>(GetParam()); }
+};
 
 TEST_P(BatchInvarianceTest, OutputIdenticalAloneAndInsideBatchesOfDifferentCompositions) {
   const std::string name = testing::kFixtureNames[0];
   const nlohmann::json expected = testing::LoadExpected(name);
-  auto translator =
-      Translator::Create({.model_dir = testing::FixtureModelDir(name), .device = "cpu"});
+  auto translator = Translator::Create(
+      {.model_dir = testing::FixtureModelDir(name), .device = "cpu", .dtype = dtype()});
   ASSERT_TRUE(translator.ok()) << translator.status();
   std::vector<std::vector<int32_t>> sources;
   for (const auto& c : expected["cases"]) {
     sources.push_back(c["source_ids"].get<std::vector<int32_t>>());
   }
   DecodingOptions options;
-  options.beam_size = GetParam();
+  options.beam_size = beam();
   options.max_length = expected["max_length"].get<int>();
 
   std::vector<Hypothesis> alone;
@@ -36,7 +43,7 @@ TEST_P(BatchInvarianceTest, OutputIdenticalAloneAndInsideBatchesOfDifferentCompo
   }
 
   // Compositions: everything at once, shuffled, and shuffled batches of 7.
-  std::mt19937 rng(GetParam());
+  std::mt19937 rng(beam());
   std::vector<size_t> order(sources.size());
   std::iota(order.begin(), order.end(), 0);
   std::vector<std::vector<size_t>> compositions{order};
@@ -59,9 +66,15 @@ TEST_P(BatchInvarianceTest, OutputIdenticalAloneAndInsideBatchesOfDifferentCompo
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(GreedyAndBeam, BatchInvarianceTest, ::testing::Values(1, 4),
+INSTANTIATE_TEST_SUITE_P(GreedyAndBeam, BatchInvarianceTest,
+                         ::testing::Combine(::testing::Values(1, 4),
+                                            ::testing::Values(std::string("float32"),
+                                                              std::string("bfloat16"),
+                                                              std::string("int8"))),
                          [](const auto& info) {
-                           return info.param == 1 ? std::string("Greedy") : std::string("Beam4");
+                           return (std::get<0>(info.param) == 1 ? std::string("Greedy_")
+                                                                : std::string("Beam4_")) +
+                                  std::get<1>(info.param);
                          });
 
 }  // namespace
