@@ -1,10 +1,13 @@
-// The packed-weight product kernel against OpenBLAS on the linear layers of an opus-mt-base
-// model, across row counts: the measurement behind using the packed kernel for every product
-// (docs/engine.md). Random data; the two paths alternate in one process, best of --repeats.
+// The packed-weight product kernels in every weight format, against OpenBLAS (float32) and,
+// where the build found Debian's oneDNN, oneDNN's matmul in the same formats, on the products of
+// an opus-mt-base model across row counts (decoder steps: 1 to 256 rows; the encoder: a batch of
+// 32 sources of 25 tokens). The measurement behind the engine's kernel choice (docs/engine.md).
+// Random data; every path runs in turn in one process, rounds interleaved, best of --repeats.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -14,15 +17,21 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "bench/onednn_matmul.h"
 #include "model/core/thread_pool.h"
 #include "model/ops/blas_kernel.h"
 #include "model/ops/ops.h"
 
-ABSL_FLAG(int, repeats, 40, "Timed calls per path and shape (the fastest is reported)");
+ABSL_FLAG(int, repeats, 12, "Timed calls per path and shape (the fastest is reported)");
+ABSL_FLAG(std::string, rows, "1,4,8,16,32,64,128,256,800", "Row counts to measure");
 ABSL_FLAG(std::string, json, "", "Write results here");
 
 namespace transerve {
 namespace {
+
+using ops::WeightFormat;
 
 Tensor RandomTensor(std::vector<int64_t> shape, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -43,47 +52,83 @@ double BestSeconds(F&& f, int repeats) {
   return best;
 }
 
+struct Path {
+  std::string name;
+  std::function<void()> run;
+  double seconds = 1e30;
+};
+
 int Run() {
   std::mt19937 rng(7);
   const int repeats = absl::GetFlag(FLAGS_repeats);
-  // [N, K] of the base model's products: fused QKV, FFN in, FFN out.
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1536, 512}, {2048, 512}, {512, 2048}};
+  std::vector<int64_t> row_counts;
+  for (absl::string_view r : absl::StrSplit(absl::GetFlag(FLAGS_rows), ',')) {
+    int64_t v;
+    if (absl::SimpleAtoi(r, &v)) row_counts.push_back(v);
+  }
+  // [N, K] of the base model's products: fused QKV, attention out, FFN in, FFN out, the
+  // vocabulary projection.
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {
+      {1536, 512}, {512, 512}, {2048, 512}, {512, 2048}, {58101, 512}};
+  const WeightFormat formats[] = {WeightFormat::kFloat32, WeightFormat::kBFloat16,
+                                  WeightFormat::kInt8};
   nlohmann::json results = nlohmann::json::array();
-  std::printf("%-12s %6s %12s %12s %10s\n", "N x K", "rows", "OpenBLAS GF", "packed GF",
-              "speed-up");
+  bool header = false;
   for (const auto& [n, k] : shapes) {
     const Tensor weight = RandomTensor({n, k}, rng);
     const Tensor bias = RandomTensor({n}, rng);
-    const ops::PackedMatrix packed = ops::PackMatrix(weight);
-    for (int64_t rows : {1, 4, 12, 24, 32, 48, 64, 128, 256, 512}) {
+    std::vector<ops::PackedMatrix> packed;
+    for (WeightFormat f : formats) packed.push_back(ops::PackMatrix(weight, f));
+    for (int64_t rows : row_counts) {
+      // The vocabulary projection runs on decoder rows only.
+      if (n > 8192 && rows > 256) continue;
       const Tensor x = RandomTensor({rows, k}, rng);
       Tensor y;
-      double blas = 1e30, kernel = 1e30;
-      // Alternate the paths so both see the same machine weather. OpenBLAS's threads spin
-      // for a while after each GEMM and would steal a core from the packed kernel's pool:
-      // pause before switching back (the engine itself runs no BLAS once weights are packed).
+      std::vector<Path> paths;
+      paths.push_back(
+          {"openblas f32", [&] { ops::Linear(x, weight, bias, Activation::kIdentity, &y); }});
+      for (size_t i = 0; i < packed.size(); ++i) {
+        paths.push_back(
+            {std::string("packed ") + std::string(ops::WeightFormatName(formats[i])),
+             [&, i] { ops::Linear(x, Tensor(), bias, Activation::kIdentity, &y, &packed[i]); }});
+      }
+      std::vector<std::unique_ptr<bench::OneDnnMatmul>> onednn;
+      for (WeightFormat f : formats) {
+        auto m = bench::OneDnnMatmul::Create(weight, bias, f, rows);
+        if (m == nullptr) continue;
+        bench::OneDnnMatmul* raw = m.get();
+        paths.push_back(
+            {"onednn " + std::string(ops::WeightFormatName(f)), [&, raw] { raw->Run(x, &y); }});
+        onednn.push_back(std::move(m));
+      }
+      if (!header) {
+        std::printf("%-12s %5s", "N x K", "rows");
+        for (const Path& p : paths) std::printf(" %15s", p.name.c_str());
+        std::printf("   (GFLOP/s)\n");
+        header = true;
+      }
+      // Rounds alternate the paths so all see the same machine weather; OpenBLAS's threads
+      // spin for a while after each GEMM, so pause before the packed kernels' pool runs.
       for (int round = 0; round < 3; ++round) {
-        kernel = std::min(
-            kernel,
-            BestSeconds([&] { ops::Linear(x, weight, bias, Activation::kIdentity, &y, &packed); },
-                        repeats / 3 + 1));
-        blas = std::min(
-            blas, BestSeconds([&] { ops::Linear(x, weight, bias, Activation::kIdentity, &y); },
-                              repeats / 3 + 1));
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        for (Path& p : paths) {
+          p.seconds = std::min(p.seconds, BestSeconds(p.run, repeats / 3 + 1));
+          if (p.name == "openblas f32") std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
       }
       const double flop = 2.0 * static_cast<double>(rows * n * k);
-      std::printf("%5lld x %-4lld %6lld %12.1f %12.1f %9.2fx\n", static_cast<long long>(n),
-                  static_cast<long long>(k), static_cast<long long>(rows), flop / blas / 1e9,
-                  flop / kernel / 1e9, blas / kernel);
-      results.push_back({{"n", n},
-                         {"k", k},
-                         {"rows", rows},
-                         {"openblas_seconds", blas},
-                         {"packed_seconds", kernel}});
+      std::printf("%5lld x %-4lld %6lld", static_cast<long long>(n), static_cast<long long>(k),
+                  static_cast<long long>(rows));
+      nlohmann::json entry{{"n", n}, {"k", k}, {"rows", rows}};
+      for (const Path& p : paths) {
+        std::printf(" %15.1f", flop / p.seconds / 1e9);
+        entry[p.name] = p.seconds;
+      }
+      std::printf("\n");
+      results.push_back(entry);
     }
   }
-  std::printf("threads: %d\n", ThreadPool::Engine().size());
+  std::printf("threads: %d; %s; %s\n", ThreadPool::Engine().size(),
+              ops::CpuKernelDescription().c_str(), bench::OneDnnDescription().c_str());
   const std::string path = absl::GetFlag(FLAGS_json);
   if (!path.empty()) std::ofstream(path) << nlohmann::json{{"results", results}}.dump(2) << "\n";
   return 0;

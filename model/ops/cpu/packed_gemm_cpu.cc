@@ -119,7 +119,7 @@ const uint16_t* RoundRowsToBf16(const float* x, int64_t m, int64_t k, int64_t de
   uint16_t* dst = out.data();
   ForRows(m, k, [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) {
-      for (int64_t i = 0; i < k; ++i) dst[r * depth + i] = ToBf16(x[r * k + i]);
+      for (int64_t i = 0; i < k; ++i) dst[(i / 2) * 2 * m + 2 * r + i % 2] = ToBf16(x[r * k + i]);
     }
   });
   return dst;
@@ -133,9 +133,10 @@ void QuantizeRowsInto(const float* x, int64_t m, int64_t k, int64_t depth, Q* ds
       const float max_abs = MaxAbs(row, k);
       const float inverse = Int8Inverse(max_abs);
       scales[r] = Int8Scale(max_abs);
-      Q* q = dst + r * depth;
-      for (int64_t i = 0; i < k; ++i)
-        q[i] = static_cast<Q>(QuantizeInt8(row[i], inverse) + kOffset);
+      for (int64_t i = 0; i < k; ++i) {
+        dst[(i / 4) * 4 * m + 4 * r + i % 4] =
+            static_cast<Q>(QuantizeInt8(row[i], inverse) + kOffset);
+      }
     }
   });
 }

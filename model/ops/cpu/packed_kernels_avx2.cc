@@ -11,16 +11,21 @@
 namespace transerve::ops::cpu::avx2 {
 namespace {
 
+// The loops over a block's rows are unrolled before GCC places the sums: otherwise it keeps
+// them in memory and stores every one back on every step of K.
+
 constexpr int kWidth = 32;
 
 // Stores `count` vectors of 8 outputs of one row: outputs [first, first + 8 * count), only those
 // below `width`.
 void StoreSlice(float* out, const __m256* v, int count, int first, int width) {
   if (first + 8 * count <= width) {
+#pragma GCC unroll 16
     for (int j = 0; j < count; ++j) _mm256_storeu_ps(out + first + 8 * j, v[j]);
     return;
   }
   alignas(32) float tmp[kWidth];
+#pragma GCC unroll 16
   for (int j = 0; j < count; ++j) _mm256_store_ps(tmp + 8 * j, v[j]);
   if (width > first) std::memcpy(out + first, tmp, (width - first) * sizeof(float));
 }
@@ -31,6 +36,7 @@ void FloatSlice(const float* x, int64_t k, const float* panel, const float* bias
                 int64_t ldc, int width, int half, const float* next) {
   const int first = half * 16;
   __m256 acc[R][2];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     acc[r][0] = _mm256_loadu_ps(bias32 + first);
     acc[r][1] = _mm256_loadu_ps(bias32 + first + 8);
@@ -40,12 +46,14 @@ void FloatSlice(const float* x, int64_t k, const float* panel, const float* bias
       _mm_prefetch(reinterpret_cast<const char*>(next + i * kWidth + first), _MM_HINT_T0);
     const __m256 w0 = _mm256_loadu_ps(panel + i * kWidth + first);
     const __m256 w1 = _mm256_loadu_ps(panel + i * kWidth + first + 8);
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m256 a = _mm256_set1_ps(x[r * k + i]);
       acc[r][0] = _mm256_fmadd_ps(a, w0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(a, w1, acc[r][1]);
     }
   }
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) StoreSlice(out + r * ldc, acc[r], 2, first, width);
 }
 
@@ -55,10 +63,12 @@ __m256 OddHalves(__m256i pairs) {
 }
 
 template <int R>
-void Bf16Slice(const uint16_t* x, int64_t depth, const uint16_t* panel, const float* bias32,
-               float* out, int64_t ldc, int width, int half, const uint16_t* next) {
+void Bf16Slice(const uint16_t* x, int64_t depth, int64_t stride, const uint16_t* panel,
+               const float* bias32, float* out, int64_t ldc, int width, int half,
+               const uint16_t* next) {
   const int first = half * 16;
   __m256 acc[R][2];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     acc[r][0] = _mm256_loadu_ps(bias32 + first);
     acc[r][1] = _mm256_loadu_ps(bias32 + first + 8);
@@ -72,9 +82,10 @@ void Bf16Slice(const uint16_t* x, int64_t depth, const uint16_t* panel, const fl
     const __m256i p1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16));
     const __m256 even0 = EvenHalves(p0), odd0 = OddHalves(p0);
     const __m256 even1 = EvenHalves(p1), odd1 = OddHalves(p1);
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       int32_t bits;
-      std::memcpy(&bits, x + r * depth + 2 * i, sizeof(bits));
+      std::memcpy(&bits, x + i * stride + 2 * r, sizeof(bits));
       const __m256i a = _mm256_set1_epi32(bits);
       const __m256 a_even = EvenHalves(a), a_odd = OddHalves(a);
       acc[r][0] = _mm256_fmadd_ps(a_odd, odd0, acc[r][0]);
@@ -83,16 +94,19 @@ void Bf16Slice(const uint16_t* x, int64_t depth, const uint16_t* panel, const fl
       acc[r][1] = _mm256_fmadd_ps(a_even, even1, acc[r][1]);
     }
   }
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) StoreSlice(out + r * ldc, acc[r], 2, first, width);
 }
 
 // Outputs [eighth * 8, eighth * 8 + 8) of R rows. The weights' int8 quads are widened to int16
 // and multiplied in pairs (vpmaddwd, exact): lo holds outputs 0-3 as pair sums, hi 4-7.
 template <int R>
-void Int8Slice(const int16_t* x, const float* x_scales, int64_t depth, const Int8PanelWeights& p,
-               float* out, int64_t ldc, int width, int eighth, bool prefetch) {
+void Int8Slice(const int16_t* x, const float* x_scales, int64_t depth, int64_t stride,
+               const Int8PanelWeights& p, float* out, int64_t ldc, int width, int eighth,
+               bool prefetch) {
   const int first = eighth * 8;
   __m256i lo[R], hi[R];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
   const int64_t quads = depth / 4;
   for (int64_t i = 0; i < quads; ++i) {
@@ -103,9 +117,10 @@ void Int8Slice(const int16_t* x, const float* x_scales, int64_t depth, const Int
     const __m256i w_lo = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
     const __m256i w_hi =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16)));
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       int64_t quad;
-      std::memcpy(&quad, x + r * depth + 4 * i, sizeof(quad));
+      std::memcpy(&quad, x + i * stride + 4 * r, sizeof(quad));
       const __m256i a = _mm256_set1_epi64x(quad);
       lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(w_lo, a));
       hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(w_hi, a));
@@ -113,6 +128,7 @@ void Int8Slice(const int16_t* x, const float* x_scales, int64_t depth, const Int
   }
   const __m256 ws = _mm256_loadu_ps(p.w_scales32 + first);
   const __m256 b = _mm256_loadu_ps(p.bias32 + first);
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     // hadd gives outputs 0 1 4 5 | 2 3 6 7; the permute puts them in order.
     const __m256i sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[r], hi[r]), 0xD8);
@@ -138,7 +154,7 @@ void Bf16Panel(const uint16_t* x, int64_t m, int64_t depth, const uint16_t* pane
                const float* bias32, float* out, int64_t ldc, int width, const uint16_t* next) {
   for (int half = 0; half < 2 && half * 16 < width; ++half) {
     ForRowBlocks<3, 1>(m, [&](auto rows, int64_t r) {
-      Bf16Slice<rows()>(x + r * depth, depth, panel, bias32, out + r * ldc, ldc, width, half,
+      Bf16Slice<rows()>(x + r * 2, depth, 2 * m, panel, bias32, out + r * ldc, ldc, width, half,
                         r == 0 ? next : nullptr);
     });
   }
@@ -149,7 +165,7 @@ void Int8Panel(const void* x_rows, const float* x_scales, int64_t m, int64_t dep
   const int16_t* x = static_cast<const int16_t*>(x_rows);
   for (int eighth = 0; eighth < 4 && eighth * 8 < width; ++eighth) {
     ForRowBlocks<6, 1>(m, [&](auto rows, int64_t r) {
-      Int8Slice<rows()>(x + r * depth, x_scales + r, depth, panel, out + r * ldc, ldc, width,
+      Int8Slice<rows()>(x + r * 4, x_scales + r, depth, 4 * m, panel, out + r * ldc, ldc, width,
                         eighth, r == 0);
     });
   }

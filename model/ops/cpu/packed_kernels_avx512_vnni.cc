@@ -13,41 +13,47 @@
 namespace transerve::ops::cpu::avx512_vnni {
 namespace {
 
+// The loops over a block's rows are unrolled before GCC places the sums: otherwise it keeps
+// them in memory and stores every one back on every step of K.
+
 constexpr int kWidth = 32;
 
 template <int R>
-void Int8Block(const uint8_t* x, const float* x_scales, int64_t depth, const Int8PanelWeights& p,
-               float* out, int64_t ldc, int width, bool prefetch) {
+void Int8Block(const uint8_t* x, const float* x_scales, int64_t depth, int64_t stride,
+               const Int8PanelWeights& p, float* out, int64_t ldc, int width, bool prefetch) {
   __m512i acc0[R], acc1[R];
-  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    acc0[r] = _mm512_setzero_si512();
+    acc1[r] = _mm512_setzero_si512();
+  }
   const int64_t quads = depth / 4;
+  const int8_t* panel = p.panel;
+  const int8_t* next = prefetch ? p.next : nullptr;
   for (int64_t i = 0; i < quads; ++i) {
-    const int8_t* w = p.panel + i * 4 * kWidth;
-    if (prefetch && p.next != nullptr) {
-      _mm_prefetch(reinterpret_cast<const char*>(p.next + i * 4 * kWidth), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(p.next + i * 4 * kWidth + 64), _MM_HINT_T0);
+    const int8_t* w = panel + i * 4 * kWidth;
+    if (next != nullptr) {
+      _mm_prefetch(reinterpret_cast<const char*>(next + i * 4 * kWidth), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(next + i * 4 * kWidth + 64), _MM_HINT_T0);
     }
     const __m512i w0 = _mm512_loadu_si512(w);
     const __m512i w1 = _mm512_loadu_si512(w + 64);
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       int32_t quad;
-      std::memcpy(&quad, x + r * depth + 4 * i, sizeof(quad));
+      std::memcpy(&quad, x + i * stride + 4 * r, sizeof(quad));
       const __m512i a = _mm512_set1_epi32(quad);
       acc0[r] = _mm512_dpbusd_epi32(acc0[r], a, w0);
       acc1[r] = _mm512_dpbusd_epi32(acc1[r], a, w1);
     }
   }
-  const __m512i excess0 = _mm512_slli_epi32(_mm512_loadu_si512(p.column_sums32), 7);
-  const __m512i excess1 = _mm512_slli_epi32(_mm512_loadu_si512(p.column_sums32 + 16), 7);
-  const __m512 ws0 = _mm512_loadu_ps(p.w_scales32), ws1 = _mm512_loadu_ps(p.w_scales32 + 16);
-  const __m512 b0 = _mm512_loadu_ps(p.bias32), b1 = _mm512_loadu_ps(p.bias32 + 16);
+  alignas(64) int32_t sums[R][kWidth];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-    const __m512 s = _mm512_set1_ps(x_scales[r]);
-    const __m512i lo = _mm512_sub_epi32(acc0[r], excess0);
-    const __m512i hi = _mm512_sub_epi32(acc1[r], excess1);
-    StorePanelRow(out + r * ldc, _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), _mm512_mul_ps(s, ws0), b0),
-                  _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), _mm512_mul_ps(s, ws1), b1), width);
+    _mm512_store_si512(sums[r], acc0[r]);
+    _mm512_store_si512(sums[r] + 16, acc1[r]);
   }
+  StoreInt8Rows(sums, R, /*unsigned_bytes=*/true, x_scales, p, out, ldc, width);
 }
 
 }  // namespace
@@ -56,7 +62,8 @@ void Int8Panel(const void* x_rows, const float* x_scales, int64_t m, int64_t dep
                const Int8PanelWeights& panel, float* out, int64_t ldc, int width) {
   const uint8_t* x = static_cast<const uint8_t*>(x_rows);
   ForRowBlocks<12, 4, 1>(m, [&](auto rows, int64_t r) {
-    Int8Block<rows()>(x + r * depth, x_scales + r, depth, panel, out + r * ldc, ldc, width, r == 0);
+    Int8Block<rows()>(x + r * 4, x_scales + r, depth, 4 * m, panel, out + r * ldc, ldc, width,
+                      r == 0);
   });
 }
 
