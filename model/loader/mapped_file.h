@@ -1,6 +1,7 @@
 // A whole file mapped read-only, for readers that point at tensor bytes in place.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -28,6 +29,23 @@ class MappedFile {
   // Hands the whole pages inside `range` (a part of bytes()) back to the kernel once they have
   // been copied; they fault back in from the file if read again.
   static void ReleasePages(std::span<const uint8_t> range);
+
+  // Calls convert(first, count) over the elements of `width` bytes in `range`, 4 MiB at a time,
+  // releasing each part's pages as soon as it is converted: reading a tensor never holds its
+  // file pages and its copy both whole (a 58k-row float32 table would otherwise need 240 MB).
+  template <typename Convert>
+  static void ConvertReleasing(std::span<const uint8_t> range, std::size_t width,
+                               const Convert& convert) {
+    constexpr std::size_t kChunkBytes = std::size_t{4} << 20;
+    const std::size_t elements = range.size() / width;
+    const std::size_t chunk = kChunkBytes / width;
+    for (std::size_t first = 0; first < elements; first += chunk) {
+      const std::size_t count = std::min(chunk, elements - first);
+      convert(first, count);
+      ReleasePages(range.subspan(first * width, count * width));
+    }
+    ReleasePages(range);  // the pages the parts' edges shared
+  }
 
  private:
   void Reset();

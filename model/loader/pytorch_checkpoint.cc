@@ -289,18 +289,20 @@ absl::Status PytorchCheckpoint::ReadAsFloat32(std::string_view name, std::span<f
                                                    out.size()));
   }
   const uint8_t* p = t.bytes.data();
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    if (width == 4) {
-      const uint32_t u =
-          static_cast<uint32_t>(p[4 * i]) | (static_cast<uint32_t>(p[4 * i + 1]) << 8) |
-          (static_cast<uint32_t>(p[4 * i + 2]) << 16) | (static_cast<uint32_t>(p[4 * i + 3]) << 24);
-      out[i] = std::bit_cast<float>(u);
-    } else {
-      const auto u = static_cast<uint16_t>(p[2 * i] | (p[2 * i + 1] << 8));
-      out[i] = t.info.dtype == "F16" ? HalfToFloat(u) : BFloat16ToFloat(u);
+  MappedFile::ConvertReleasing(t.bytes, width, [&](std::size_t first, std::size_t count) {
+    for (std::size_t i = first; i < first + count; ++i) {
+      if (width == 4) {
+        const uint32_t u = static_cast<uint32_t>(p[4 * i]) |
+                           (static_cast<uint32_t>(p[4 * i + 1]) << 8) |
+                           (static_cast<uint32_t>(p[4 * i + 2]) << 16) |
+                           (static_cast<uint32_t>(p[4 * i + 3]) << 24);
+        out[i] = std::bit_cast<float>(u);
+      } else {
+        const auto u = static_cast<uint16_t>(p[2 * i] | (p[2 * i + 1] << 8));
+        out[i] = t.info.dtype == "F16" ? HalfToFloat(u) : BFloat16ToFloat(u);
+      }
     }
-  }
-  MappedFile::ReleasePages(t.bytes);
+  });
   return absl::OkStatus();
 }
 

@@ -336,26 +336,31 @@ absl::Status SafetensorsFile::ReadAsFloat32(std::string_view name, std::span<flo
                                                    raw.size() / width, " elements, the buffer ",
                                                    out.size()));
   }
-  if (info->dtype == "F32") {
-    if constexpr (std::endian::native == std::endian::little) {
-      if (!out.empty()) std::memcpy(out.data(), raw.data(), raw.size());  // may be unaligned
+  // A table makes the per-element float16 conversion a load; it is built once, thread-safely.
+  static const std::vector<float> kHalfTable = BuildHalfTable();
+  const uint8_t* bytes = raw.data();
+  MappedFile::ConvertReleasing(raw, width, [&](std::size_t first, std::size_t count) {
+    if (info->dtype == "F32") {
+      if constexpr (std::endian::native == std::endian::little) {
+        std::memcpy(out.data() + first, bytes + 4 * first, 4 * count);  // may be unaligned
+      } else {
+        for (std::size_t i = first; i < first + count; ++i) {
+          const uint8_t* p = bytes + 4 * i;
+          out[i] = std::bit_cast<float>(
+              static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+              (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24));
+        }
+      }
+    } else if (info->dtype == "F16") {
+      for (std::size_t i = first; i < first + count; ++i) {
+        out[i] = kHalfTable[LoadU16(bytes + 2 * i)];
+      }
     } else {
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        const uint8_t* p = raw.data() + 4 * i;
-        out[i] = std::bit_cast<float>(
-            static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
-            (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24));
+      for (std::size_t i = first; i < first + count; ++i) {
+        out[i] = BFloat16ToFloat(LoadU16(bytes + 2 * i));
       }
     }
-  } else if (info->dtype == "F16") {
-    // A table makes the per-element conversion a load; it is built once, thread-safely.
-    static const std::vector<float> kHalfTable = BuildHalfTable();
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = kHalfTable[LoadU16(raw.data() + 2 * i)];
-  } else {
-    for (std::size_t i = 0; i < out.size(); ++i)
-      out[i] = BFloat16ToFloat(LoadU16(raw.data() + 2 * i));
-  }
-  MappedFile::ReleasePages(raw);
+  });
   return absl::OkStatus();
 }
 

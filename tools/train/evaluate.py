@@ -4,7 +4,9 @@
 Score a hypothesis file against a reference file (one sentence per line):
   /usr/bin/python3 tools/train/evaluate.py score --hyp hyp.de --ref /work/data/corpus/test.de
 
-Translate test sets with both engines, score them and compare the generated token ids:
+Translate test sets with both engines, score them and compare the generated token ids
+(`--engines cpp --cpp_dtypes float32,bfloat16,int8` runs the C++ engine once per dtype and
+compares each one's ids with the first's):
   /usr/bin/python3 tools/train/evaluate.py run --model_dir models/en-de-small \
       --set test /work/data/corpus/test --engines cpp,reference --beams 1,4 \
       --out_dir /work/data/train/eval --json /work/data/train/eval/results.json
@@ -46,9 +48,9 @@ def score(hyps, refs) -> dict:
             "lines": len(hyps)}
 
 
-def run_cpp(binary, model_dir, src_lines, beam, threads, max_length):
+def run_cpp(binary, model_dir, src_lines, beam, threads, max_length, dtype="auto"):
     cmd = [binary, f"--model_dir={model_dir}", f"--beam_size={beam}", "--output_format=jsonl",
-           f"--num_threads={threads}"]
+           f"--num_threads={threads}", f"--dtype={dtype}"]
     if max_length:
         cmd.append(f"--max_length={max_length}")
     t0 = time.time()
@@ -96,10 +98,15 @@ def cmd_score(args) -> int:
 
 def cmd_run(args) -> int:
     engines = [e for e in args.engines.split(",") if e]
+    # "cpp" once per --cpp_dtypes entry: cpp (auto), cpp-int8, cpp-bfloat16, ...
+    dtypes = [d for d in args.cpp_dtypes.split(",") if d]
+    if "cpp" in engines:
+        i = engines.index("cpp")
+        engines[i:i + 1] = ["cpp" if d == "auto" else f"cpp-{d}" for d in dtypes]
     beams = [int(b) for b in args.beams.split(",") if b]
     os.makedirs(args.out_dir, exist_ok=True)
     binary = args.translate_bin
-    if "cpp" in engines and not os.path.exists(binary):
+    if any(e.startswith("cpp") for e in engines) and not os.path.exists(binary):
         raise SystemExit(f"{binary} not found: "
                          f"cmake --build {REPO}/build --target transerve-translate")
     result = {"model_dir": os.path.abspath(args.model_dir), "runs": [], "id_comparisons": []}
@@ -117,9 +124,10 @@ def cmd_run(args) -> int:
                 if engine == "reference" and args.reference_limit:
                     n = min(n, args.reference_limit)
                 src, ref = src_all[:n], ref_all[:n]
-                if engine == "cpp":
+                if engine.startswith("cpp"):
+                    dtype = engine[len("cpp-"):] if engine != "cpp" else "auto"
                     recs, dt = run_cpp(binary, args.model_dir, src, beam, args.cpp_threads,
-                                       args.max_length)
+                                       args.max_length, dtype)
                 elif engine == "reference":
                     recs, dt = run_reference(args.model_dir, src, beam, args.reference_batch_size,
                                              args.max_length or None)
@@ -143,6 +151,16 @@ def cmd_run(args) -> int:
                 print(f"{name:10s} {engine:9s} beam {beam}: BLEU {s['bleu']:6.2f} "
                       f"chrF {s['chrf']:6.2f} "
                       f"({n} lines, {dt:.1f}s, {len(errors)} errors)", file=sys.stderr)
+            cpp_runs = [e for e in engines if e.startswith("cpp")]
+            for other in cpp_runs[1:]:
+                # Each further dtype against the first (float32's ids are the baseline).
+                first = outs[cpp_runs[0]]
+                same = sum(1 for a, b in zip(first, outs[other]) if a.get("ids") == b.get("ids"))
+                result["id_comparisons"].append(
+                    {"set": name, "beam_size": beam, "lines": len(first), "equal": same,
+                     "between": [cpp_runs[0], other]})
+                print(f"{name:10s} ids {other} == {cpp_runs[0]}, beam {beam}: {same}/{len(first)}",
+                      file=sys.stderr)
             if "cpp" in outs and "reference" in outs:
                 n = min(len(outs["cpp"]), len(outs["reference"]))
                 diff = [i for i in range(n)
@@ -186,6 +204,9 @@ def main(argv=None) -> int:
     r.add_argument("--max_length", type=int, default=0, help="0 = the model's default")
     r.add_argument("--translate_bin",
                    default=os.path.join(REPO, "build", "bin", "transerve-translate"))
+    r.add_argument("--cpp_dtypes", default="auto",
+                   help="comma list of --dtype values for the C++ engine, each its own run "
+                        "(auto, float32, bfloat16, int8); further ones are compared with the first")
     r.add_argument("--cpp_threads", type=int, default=0, help="C++ --num_threads (0 = all cores)")
     r.add_argument("--out_dir", required=True, help="hypothesis files go here")
     r.add_argument("--json", help="write all results to this file")

@@ -12,6 +12,7 @@
 #include "model/core/thread_pool.h"
 #include "model/ops/cpu/cpu_isa.h"
 #include "model/ops/cpu/cpu_ops.h"
+#include "model/ops/cpu/vector_math.h"
 
 namespace transerve::ops::cpu {
 namespace {
@@ -32,8 +33,16 @@ uint16_t ToBf16(float v) {
 float FromBf16(uint16_t v) { return std::bit_cast<float>(static_cast<uint32_t>(v) << 16); }
 
 float MaxAbs(const float* v, int64_t n) {
+  Floats16 lanes = Splat(0.0f);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    Floats16 a = LoadFloats16(v + i);
+    a = a < 0.0f ? -a : a;
+    lanes = a > lanes ? a : lanes;
+  }
   float m = 0.0f;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(v[i]));
+  for (int j = 0; j < kLanes; ++j) m = std::max(m, lanes[j]);
+  for (; i < n; ++i) m = std::max(m, std::fabs(v[i]));
   return m;
 }
 
@@ -113,29 +122,43 @@ void ForRows(int64_t m, int64_t k, const Fn& fn) {
   ThreadPool::Engine().ParallelFor(m, fn);
 }
 
+// Rows rounded to bfloat16 in the kernels' step-major layout, [depth/2][m][2]: each row
+// converted contiguously (so the loop vectorises), then its pairs moved to their places.
 const uint16_t* RoundRowsToBf16(const float* x, int64_t m, int64_t k, int64_t depth) {
   std::vector<uint16_t>& out = Scratch().bf16;
   out.assign(static_cast<size_t>(m * depth), 0);
   uint16_t* dst = out.data();
   ForRows(m, k, [&](int64_t first, int64_t last) {
+    std::vector<uint16_t> row(static_cast<size_t>(depth), 0);
     for (int64_t r = first; r < last; ++r) {
-      for (int64_t i = 0; i < k; ++i) dst[(i / 2) * 2 * m + 2 * r + i % 2] = ToBf16(x[r * k + i]);
+      for (int64_t i = 0; i < k; ++i) row[i] = ToBf16(x[r * k + i]);
+      for (int64_t g = 0; g < depth / 2; ++g) {
+        std::memcpy(dst + (g * m + r) * 2, row.data() + g * 2, 2 * sizeof(uint16_t));
+      }
     }
   });
   return dst;
 }
 
+// q[0..k) of one row, contiguous (so the loop vectorises).
+void QuantizeRow(const float* row, int64_t k, float inverse, int8_t* q) {
+  for (int64_t i = 0; i < k; ++i) q[i] = static_cast<int8_t>(QuantizeInt8(row[i], inverse));
+}
+
+// Rows quantized into the kernels' step-major layout, [depth/4][m][4] of Q: each row's q, then
+// its groups of four moved to their places (plus kOffset: unsigned bytes hold q + 128).
 template <typename Q, int kOffset>
 void QuantizeRowsInto(const float* x, int64_t m, int64_t k, int64_t depth, Q* dst, float* scales) {
   ForRows(m, k, [&](int64_t first, int64_t last) {
+    std::vector<int8_t> q(static_cast<size_t>(depth), 0);
     for (int64_t r = first; r < last; ++r) {
       const float* row = x + r * k;
       const float max_abs = MaxAbs(row, k);
-      const float inverse = Int8Inverse(max_abs);
       scales[r] = Int8Scale(max_abs);
-      for (int64_t i = 0; i < k; ++i) {
-        dst[(i / 4) * 4 * m + 4 * r + i % 4] =
-            static_cast<Q>(QuantizeInt8(row[i], inverse) + kOffset);
+      QuantizeRow(row, k, Int8Inverse(max_abs), q.data());
+      for (int64_t g = 0; g < depth / 4; ++g) {
+        Q* out = dst + (g * m + r) * 4;
+        for (int j = 0; j < 4; ++j) out[j] = static_cast<Q>(q[g * 4 + j] + kOffset);
       }
     }
   });
