@@ -32,7 +32,11 @@ ABSL_FLAG(int, target_length, 32, "Forced number of generated tokens (EOS includ
 ABSL_FLAG(int, repeats, 3, "Timed runs per configuration (the median is reported)");
 ABSL_FLAG(std::string, device, "cpu", "cpu, cuda or auto");
 ABSL_FLAG(std::string, dtype, "auto",
-          "Weights: auto (float16 on a GPU, float32 on the CPU), float32 or float16 (GPU)");
+          "Weights: auto (float16 on a GPU, float32 on the CPU), float32, float16 (GPU), "
+          "bfloat16 or int8 (CPU)");
+ABSL_FLAG(std::string, cpu_isa, "",
+          "Lower the CPU kernels' instruction-set level: avx2, avx512, avx512_vnni or "
+          "avx512_bf16 (empty: the highest this CPU has)");
 ABSL_FLAG(int, threads, 0, "GEMM threads; 0 = every core");
 ABSL_FLAG(std::string, json, "", "Write results here");
 
@@ -112,6 +116,7 @@ int Run() {
   topts.model_dir = absl::GetFlag(FLAGS_model_dir);
   topts.device = absl::GetFlag(FLAGS_device);
   topts.dtype = absl::GetFlag(FLAGS_dtype);
+  topts.cpu_isa = absl::GetFlag(FLAGS_cpu_isa);
   topts.num_threads = absl::GetFlag(FLAGS_threads);
   topts.with_tokenizer = false;
   auto translator = Translator::Create(topts);

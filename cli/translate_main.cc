@@ -18,7 +18,11 @@
 ABSL_FLAG(std::string, model_dir, "", "Marian checkpoint directory (Hugging Face layout)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
 ABSL_FLAG(std::string, dtype, "auto",
-          "Weights: auto (float16 on a GPU, float32 on the CPU), float32 or float16 (GPU)");
+          "Weights: auto (float16 on a GPU, float32 on the CPU), float32, float16 (GPU), "
+          "bfloat16 or int8 (CPU)");
+ABSL_FLAG(std::string, cpu_isa, "",
+          "Lower the CPU kernels' instruction-set level: avx2, avx512, avx512_vnni or "
+          "avx512_bf16 (empty: the highest this CPU has)");
 ABSL_FLAG(int, beam_size, 0, "Beam size; 1 = greedy; 0 = the model's generation_config default");
 ABSL_FLAG(int, max_length, 0,
           "Most generated tokens per sentence, EOS included; 0 = the model's default");
@@ -107,6 +111,7 @@ int Run() {
   topts.model_dir = absl::GetFlag(FLAGS_model_dir);
   topts.device = absl::GetFlag(FLAGS_device);
   topts.dtype = absl::GetFlag(FLAGS_dtype);
+  topts.cpu_isa = absl::GetFlag(FLAGS_cpu_isa);
   topts.num_threads = absl::GetFlag(FLAGS_num_threads);
   auto translator = Translator::Create(topts);
   if (!translator.ok()) {

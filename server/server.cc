@@ -212,6 +212,7 @@ absl::Status TranserveServer::LoadModels() {
   options.model_languages = config.model_languages;
   options.load.device = config.device;
   options.load.dtype = config.dtype;
+  options.load.cpu_isa = config.cpu_isa;
   options.load.num_threads = config.num_threads;
   options.load.kv_cache_bytes = config.kv_cache_bytes;
   options.load.max_source_tokens = config.limits.max_source_tokens;

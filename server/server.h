@@ -38,7 +38,8 @@ struct ServerConfig {
   int http_threads = 64;  // HTTP requests served at once (one thread each)
   absl::Duration http_io_timeout = absl::Seconds(10);  // per read / write of a slow client
   std::string device = "auto";
-  std::string dtype = "auto";  // auto | float32 | float16 (GPU)
+  std::string dtype = "auto";  // auto | float32 | float16 (GPU) | bfloat16 | int8 (CPU)
+  std::string cpu_isa;         // TranslatorOptions::cpu_isa
   int num_threads = 0;
   int64_t kv_cache_bytes = 0;  // per model; 0 = unbounded
   SchedulerOptions scheduler;

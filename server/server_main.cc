@@ -66,7 +66,11 @@ ABSL_FLAG(absl::Duration, http_io_timeout, absl::Seconds(10),
           "must progress within this, or the connection is closed");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
 ABSL_FLAG(std::string, dtype, "auto",
-          "Weights: auto (float16 on a GPU, float32 on the CPU), float32 or float16 (GPU)");
+          "Weights: auto (float16 on a GPU, float32 on the CPU), float32, float16 (GPU), "
+          "bfloat16 or int8 (CPU)");
+ABSL_FLAG(std::string, cpu_isa, "",
+          "Lower the CPU kernels' instruction-set level: avx2, avx512, avx512_vnni or "
+          "avx512_bf16 (empty: the highest this CPU has)");
 ABSL_FLAG(std::string, batching, "continuous", "continuous or static");
 ABSL_FLAG(int, max_batch_sequences, 64, "Most sentences decoded together");
 ABSL_FLAG(int, admission_group, transerve::AdmissionPolicy{}.admission_group,
@@ -236,6 +240,7 @@ int Run() {
   config.http_io_timeout = absl::GetFlag(FLAGS_http_io_timeout);
   config.device = absl::GetFlag(FLAGS_device);
   config.dtype = absl::GetFlag(FLAGS_dtype);
+  config.cpu_isa = absl::GetFlag(FLAGS_cpu_isa);
   config.num_threads = absl::GetFlag(FLAGS_num_threads);
   config.kv_cache_bytes = absl::GetFlag(FLAGS_kv_cache_mb) << 20;
   config.scheduler.admission.max_batch_sequences = absl::GetFlag(FLAGS_max_batch_sequences);

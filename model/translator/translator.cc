@@ -66,6 +66,9 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
   }
   const ops::StreamScope scope(t->stream_);
   const bool cpu = t->device_ == Device::kCpu;
+  if (!options.cpu_isa.empty()) {
+    if (absl::Status s = ops::SetCpuIsa(options.cpu_isa); !s.ok()) return s;
+  }
   const std::string& dtype = options.dtype;
   if (dtype != "auto" && dtype != "float32" && dtype != "float16" && dtype != "bfloat16" &&
       dtype != "int8") {

@@ -33,6 +33,10 @@ struct TranslatorOptions {
   // float16 (GPU only) | bfloat16 | int8 (CPU only: packed so at load from whatever the
   // checkpoint stores; docs/engine.md, "Low precision on the CPU").
   std::string dtype = "auto";
+  // Lowers the CPU kernels' instruction-set level for the whole process (ops::SetCpuIsa:
+  // avx2, avx512, avx512_vnni, avx512_bf16); empty keeps it. A level the CPU lacks is
+  // INVALID_ARGUMENT.
+  std::string cpu_isa;
   int num_threads = 0;             // GEMM threads; 0 = every core
   int64_t kv_cache_max_bytes = 0;  // 0 = unbounded
   // False loads the model alone (ids in, ids out: benchmarks on checkpoints without

@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   topts.model_dir = dir;
   topts.device = settings.device;
   topts.dtype = settings.dtype;
+  topts.cpu_isa = settings.cpu_isa;
   topts.num_threads = settings.num_threads;
   topts.kv_cache_max_bytes = settings.kv_cache_bytes;
   auto translator = Translator::Create(topts);

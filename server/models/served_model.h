@@ -36,6 +36,7 @@ struct ServedModel {
 struct ModelLoadSettings {
   std::string device = "auto";
   std::string dtype = "auto";
+  std::string cpu_isa;  // TranslatorOptions::cpu_isa
   int num_threads = 0;
   int64_t kv_cache_bytes = 0;
   int max_source_tokens = 0;
