@@ -6,8 +6,11 @@
 #   docker build -t transerve:latest .                            # CPU, debian:bookworm-slim
 #   docker build --target runtime-cuda -t transerve:cuda .        # CUDA 13 (NVIDIA base images)
 #
-# Build arguments: MARCH (x86-64-v3: AVX2 + FMA; the image must run on CPUs other than the
-# builder's, so no -march=native), the base images below, CUDA_ARCHITECTURES.
+# Build arguments: MARCH (x86-64-v3: AVX2 + FMA, the floor the binaries need; the image must run
+# on CPUs other than the builder's, so no -march=native. The weight-product kernels for AVX-512,
+# VNNI and BF16 are compiled in beside the AVX2 ones whatever MARCH is, and the CPU's best is
+# chosen at run time: docs/engine.md, "Instruction-set levels"), the base images below,
+# CUDA_ARCHITECTURES.
 ARG DEBIAN_IMAGE=debian:bookworm
 ARG DEBIAN_SLIM_IMAGE=debian:bookworm-slim
 ARG CUDA_DEVEL_IMAGE=nvidia/cuda:13.0.0-devel-ubuntu24.04

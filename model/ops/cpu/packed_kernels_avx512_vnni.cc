@@ -36,7 +36,7 @@ void Int8Block(const uint8_t* x, const float* x_scales, int64_t depth, int64_t s
   const int64_t quads = depth / 4;
   const int8_t* panel = p.panel;
   const int8_t* next = prefetch ? p.next : nullptr;
-  auto step = [&](int64_t i, int c) __attribute__((always_inline)) {
+  auto step = [&](int64_t i, int c) {
     const int8_t* w = panel + i * 4 * kWidth;
     if (next != nullptr) {
       _mm_prefetch(reinterpret_cast<const char*>(next + i * 4 * kWidth), _MM_HINT_T0);
