@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "model/core/half.h"
 
 namespace transerve::bench {
 namespace {
@@ -19,11 +20,6 @@ using tag = dnnl::memory::format_tag;
 dnnl::engine& Engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
-}
-
-uint16_t ToBf16(float v) {
-  const uint32_t bits = std::bit_cast<uint32_t>(v);
-  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 
 class Matmul : public OneDnnMatmul {
@@ -53,14 +49,13 @@ class Matmul : public OneDnnMatmul {
         for (int64_t i = 0; i < k_; ++i) {
           quantized[n * k_ + i] = static_cast<int8_t>(std::nearbyint(row[i] * inverse));
         }
-        scales[n] = max_abs / 127.0f;  // times the source's scale, set per call below
+        scales[n] = max_abs / 127.0f;  // the source's own scale is left out: timing only
       }
-      column_scales_ = scales;
       attr.set_output_scales(/*mask: per output column*/ 1 << 1, scales);
       user = memory({{k_, n_}, dt::s8, tag::ba}, Engine(), quantized.data());
     } else if (format == ops::WeightFormat::kBFloat16) {
       halves.resize(static_cast<size_t>(n_ * k_));
-      for (int64_t i = 0; i < n_ * k_; ++i) halves[i] = ToBf16(weight.f32()[i]);
+      for (int64_t i = 0; i < n_ * k_; ++i) halves[i] = FloatToBFloat16(weight.f32()[i]);
       user = memory({{k_, n_}, dt::bf16, tag::ba}, Engine(), halves.data());
     } else {
       user = memory({{k_, n_}, dt::f32, tag::ba}, Engine(), const_cast<float*>(weight.f32()));
@@ -87,7 +82,7 @@ class Matmul : public OneDnnMatmul {
         q[i] = static_cast<int8_t>(std::nearbyint(in[i] * inverse));
     } else if (format_ == ops::WeightFormat::kBFloat16) {
       uint16_t* h = static_cast<uint16_t*>(src_.get_data_handle());
-      for (int64_t i = 0; i < rows_ * k_; ++i) h[i] = ToBf16(in[i]);
+      for (int64_t i = 0; i < rows_ * k_; ++i) h[i] = FloatToBFloat16(in[i]);
     } else {
       src_.set_data_handle(const_cast<float*>(in));
     }
@@ -106,7 +101,6 @@ class Matmul : public OneDnnMatmul {
   dnnl::matmul::primitive_desc pd_;
   dnnl::matmul matmul_;
   memory weights_, bias_, src_;
-  std::vector<float> column_scales_;
 };
 
 }  // namespace

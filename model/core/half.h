@@ -1,5 +1,6 @@
-// IEEE binary16 <-> binary32 conversions, header-only so every user (the safetensors reader and
-// writer, the CUDA emulator's half type) shares one implementation without a link dependency.
+// IEEE binary16 and bfloat16 <-> binary32 conversions, header-only so every user (the
+// checkpoint readers and writer, the CUDA emulator's half type, the CPU kernels' bfloat16
+// packing) shares one implementation without a link dependency.
 #pragma once
 
 #include <bit>
@@ -60,6 +61,20 @@ inline float HalfToFloat(uint16_t h) {
     return sign ? -magnitude : magnitude;
   }
   return std::bit_cast<float>(bits);
+}
+
+// bfloat16: the top 16 bits of a float, rounded to nearest even; a carry into the exponent (up
+// to infinity) is the correct result; NaN stays a quiet NaN (truncating could clear every
+// payload bit and give infinity).
+inline uint16_t FloatToBFloat16(float value) {
+  const uint32_t x = std::bit_cast<uint32_t>(value);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x0040u);
+  return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+// Exact.
+inline float BFloat16ToFloat(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 
 }  // namespace transerve

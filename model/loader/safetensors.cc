@@ -106,8 +106,6 @@ int SafetensorsDtypeBits(std::string_view dtype) {
   return 0;
 }
 
-float BFloat16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
-
 absl::StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
   auto mapping = MappedFile::Open(path);
   if (!mapping.ok()) return mapping.status();

@@ -30,9 +30,6 @@ struct SafetensorsTensorInfo : CheckpointTensorInfo {
 // Names are case-sensitive, as in the reference.
 int SafetensorsDtypeBits(std::string_view dtype);
 
-// Exact bfloat16 -> binary32 conversion (HalfToFloat, for binary16, is in model/core/half.h).
-float BFloat16ToFloat(uint16_t bits);
-
 class SafetensorsFile final : public CheckpointFile {
  public:
   // Maps the file read-only and validates the whole header:

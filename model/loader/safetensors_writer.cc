@@ -25,17 +25,6 @@ void AppendLE(std::string* out, uint64_t v, int bytes) {
 
 }  // namespace
 
-uint16_t FloatToBFloat16(float value) {
-  const uint32_t x = std::bit_cast<uint32_t>(value);
-  if ((x & 0x7FFFFFFFu) > 0x7F800000u) {
-    // NaN: truncating could clear every payload bit and produce infinity.
-    return static_cast<uint16_t>((x >> 16) | 0x0040u);
-  }
-  // Round to nearest even; a carry into the exponent (up to infinity) is the correct result.
-  const uint32_t rounded = x + 0x7FFFu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(rounded >> 16);
-}
-
 absl::StatusOr<std::string> SerializeSafetensors(
     const std::vector<NamedTensor>& tensors, const std::map<std::string, std::string>& metadata) {
   struct Prepared {

@@ -24,10 +24,6 @@ struct NamedTensor {
   std::string raw;             // For non-float dtypes only.
 };
 
-// bfloat16 from float, round to nearest even; overflow gives infinity, NaN stays a (quiet) NaN
-// with the sign kept (FloatToHalf, for binary16, is in model/core/half.h).
-uint16_t FloatToBFloat16(float value);
-
 // The whole file as bytes: 8-byte header length, JSON header padded with spaces to a multiple of 8,
 // then the data ordered by element size (largest first) and name. `metadata` goes to
 // "__metadata__", with "format": "pt" added when absent because transformers refuses files without

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "model/core/half.h"
 #include "model/core/thread_pool.h"
 #include "model/ops/cpu/cpu_isa.h"
 #include "model/ops/cpu/cpu_ops.h"
@@ -21,16 +22,13 @@ constexpr int kWidth = PackedMatrix::kPanelWidth;
 
 int64_t RoundUp(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
-// Nearest bfloat16 (ties to even), denormals flushed to zero as vdpbf16ps reads them, NaN kept.
+// The nearest bfloat16, with denormals flushed to zero as vdpbf16ps reads them (so the levels
+// that widen bfloat16 to float give its bits).
 uint16_t ToBf16(float v) {
-  uint32_t bits = std::bit_cast<uint32_t>(v);
+  const uint32_t bits = std::bit_cast<uint32_t>(v);
   if ((bits & 0x7f800000u) == 0) return static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
+  return FloatToBFloat16(v);
 }
-
-float FromBf16(uint16_t v) { return std::bit_cast<float>(static_cast<uint32_t>(v) << 16); }
 
 float MaxAbs(const float* v, int64_t n) {
   Floats16 lanes = Splat(0.0f);
@@ -122,18 +120,29 @@ void ForRows(int64_t m, int64_t k, const Fn& fn) {
   ThreadPool::Engine().ParallelFor(m, fn);
 }
 
+// One row's converted values, contiguous, on whichever thread converts it: [0, k) written per
+// row, [k, depth) the zero padding. Kept per thread so a decoder step allocates nothing.
+template <typename T>
+T* RowBuffer(int64_t k, int64_t depth) {
+  thread_local std::vector<T> row;
+  row.resize(static_cast<size_t>(depth));
+  std::fill(row.begin() + k, row.end(), T{0});
+  return row.data();
+}
+
 // Rows rounded to bfloat16 in the kernels' step-major layout, [depth/2][m][2]: each row
-// converted contiguously (so the loop vectorises), then its pairs moved to their places.
+// converted contiguously (so the loop vectorises), then its pairs moved to their places. Every
+// element of the layout is written, padding included.
 const uint16_t* RoundRowsToBf16(const float* x, int64_t m, int64_t k, int64_t depth) {
   std::vector<uint16_t>& out = Scratch().bf16;
-  out.assign(static_cast<size_t>(m * depth), 0);
+  out.resize(static_cast<size_t>(m * depth));
   uint16_t* dst = out.data();
   ForRows(m, k, [&](int64_t first, int64_t last) {
-    std::vector<uint16_t> row(static_cast<size_t>(depth), 0);
+    uint16_t* row = RowBuffer<uint16_t>(k, depth);
     for (int64_t r = first; r < last; ++r) {
       for (int64_t i = 0; i < k; ++i) row[i] = ToBf16(x[r * k + i]);
       for (int64_t g = 0; g < depth / 2; ++g) {
-        std::memcpy(dst + (g * m + r) * 2, row.data() + g * 2, 2 * sizeof(uint16_t));
+        std::memcpy(dst + (g * m + r) * 2, row + g * 2, 2 * sizeof(uint16_t));
       }
     }
   });
@@ -146,16 +155,17 @@ void QuantizeRow(const float* row, int64_t k, float inverse, int8_t* q) {
 }
 
 // Rows quantized into the kernels' step-major layout, [depth/4][m][4] of Q: each row's q, then
-// its groups of four moved to their places (plus kOffset: unsigned bytes hold q + 128).
+// its groups of four moved to their places (plus kOffset: unsigned bytes hold q + 128), every
+// element written, padding (q = 0) included.
 template <typename Q, int kOffset>
 void QuantizeRowsInto(const float* x, int64_t m, int64_t k, int64_t depth, Q* dst, float* scales) {
   ForRows(m, k, [&](int64_t first, int64_t last) {
-    std::vector<int8_t> q(static_cast<size_t>(depth), 0);
+    int8_t* q = RowBuffer<int8_t>(k, depth);
     for (int64_t r = first; r < last; ++r) {
       const float* row = x + r * k;
       const float max_abs = MaxAbs(row, k);
       scales[r] = Int8Scale(max_abs);
-      QuantizeRow(row, k, Int8Inverse(max_abs), q.data());
+      QuantizeRow(row, k, Int8Inverse(max_abs), q);
       for (int64_t g = 0; g < depth / 4; ++g) {
         Q* out = dst + (g * m + r) * 4;
         for (int j = 0; j < 4; ++j) out[j] = static_cast<Q>(q[g * 4 + j] + kOffset);
@@ -165,18 +175,18 @@ void QuantizeRowsInto(const float* x, int64_t m, int64_t k, int64_t depth, Q* ds
 }
 
 // Each row quantized with its own scale, in the form the int8 kernel multiplies: int16, or
-// unsigned bytes q + 128 (padding: q = 0).
+// unsigned bytes q + 128.
 const void* QuantizeRows(const float* x, int64_t m, int64_t k, int64_t depth, Int8Activations form,
                          const float** scales_out) {
   ActivationScratch& s = Scratch();
   s.scales.resize(static_cast<size_t>(m));
   *scales_out = s.scales.data();
   if (form == Int8Activations::kInt16) {
-    s.int16.assign(static_cast<size_t>(m * depth), 0);
+    s.int16.resize(static_cast<size_t>(m * depth));
     QuantizeRowsInto<int16_t, 0>(x, m, k, depth, s.int16.data(), s.scales.data());
     return s.int16.data();
   }
-  s.bytes.assign(static_cast<size_t>(m * depth), 128);
+  s.bytes.resize(static_cast<size_t>(m * depth));
   QuantizeRowsInto<uint8_t, 128>(x, m, k, depth, s.bytes.data(), s.scales.data());
   return s.bytes.data();
 }
@@ -222,7 +232,8 @@ void UnpackRow(const PackedMatrix& p, int64_t n, float* out) {
     }
     case WeightFormat::kBFloat16: {
       const uint16_t* panel = p.panels.data<uint16_t>() + panel_offset + lane * 2;
-      for (int64_t i = 0; i < p.cols; ++i) out[i] = FromBf16(panel[(i / 2) * 2 * kWidth + i % 2]);
+      for (int64_t i = 0; i < p.cols; ++i)
+        out[i] = BFloat16ToFloat(panel[(i / 2) * 2 * kWidth + i % 2]);
       break;
     }
     case WeightFormat::kInt8: {
