@@ -14,6 +14,7 @@ case "${1:-}" in
 esac
 
 ./scripts/setup.sh
+. scripts/compiler_cache.sh
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTRANSERVE_FUZZ=ON -DTRANSERVE_SANITIZE=address,undefined -DTRANSERVE_BUILD_TESTS=OFF \
   -DTRANSERVE_CUDA=OFF >/dev/null

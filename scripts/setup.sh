@@ -26,15 +26,19 @@ DEPLOY_TEST_PACKAGES=(nginx docker-compose python3-yaml gettext-base)
 BROWSER_TEST_PACKAGES=(chromium chromium-driver python3-selenium)
 # Fuzzing (scripts/fuzz.sh): clang with libFuzzer and its sanitizer runtimes.
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)
+# The test scripts' compiler cache: test.sh and fuzz.sh build three or four configurations, and a
+# second run on the same machine (CI after a session) recompiles only what changed.
+CACHE_PACKAGES=(ccache)
 # Benchmark suite only: the plots.
 BENCH_PACKAGES=(python3-matplotlib)
 
 case "${1:-}" in
   --build-only) WANTED=("${BUILD_PACKAGES[@]}") ;;
   --bench) WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}" "${DEPLOY_TEST_PACKAGES[@]}"
-                   "${BROWSER_TEST_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}" "${BENCH_PACKAGES[@]}") ;;
+                   "${BROWSER_TEST_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}" "${CACHE_PACKAGES[@]}"
+                   "${BENCH_PACKAGES[@]}") ;;
   "") WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}" "${DEPLOY_TEST_PACKAGES[@]}"
-            "${BROWSER_TEST_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}") ;;
+            "${BROWSER_TEST_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}" "${CACHE_PACKAGES[@]}") ;;
   *) echo "usage: setup.sh [--build-only | --bench]" >&2; exit 2 ;;
 esac
 
