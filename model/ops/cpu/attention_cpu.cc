@@ -23,10 +23,48 @@ struct KvSegment {
   int64_t stride;       // floats between consecutive positions
 };
 
-inline float Dot(const float* a, const float* b, int n) {
-  float s = 0.0f;
-  for (int i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
+// out = Σ w[i]·v_i over the positions of the segments, for heads of kChunks·16 floats: the sums
+// stay in registers, in two sets (even and odd positions of a segment) so that consecutive
+// positions do not wait on each other's additions.
+template <int kChunks>
+void WeightedValues(const KvSegment* segments, int num_segments, const float* weights, float* out) {
+  Floats16 even[kChunks], odd[kChunks];
+  for (int c = 0; c < kChunks; ++c) even[c] = odd[c] = Splat(0.0f);
+  for (int s = 0; s < num_segments; ++s) {
+    const KvSegment& seg = segments[s];
+    int32_t p = 0;
+    for (; p + 2 <= seg.count; p += 2) {
+      const float* v0 = seg.values + p * seg.stride;
+      const float* v1 = v0 + seg.stride;
+      const Floats16 w0 = Splat(weights[p]), w1 = Splat(weights[p + 1]);
+      for (int c = 0; c < kChunks; ++c) {
+        even[c] += w0 * LoadFloats16(v0 + c * kLanes);
+        odd[c] += w1 * LoadFloats16(v1 + c * kLanes);
+      }
+    }
+    if (p < seg.count) {
+      const float* v = seg.values + p * seg.stride;
+      const Floats16 w = Splat(weights[p]);
+      for (int c = 0; c < kChunks; ++c) even[c] += w * LoadFloats16(v + c * kLanes);
+    }
+    weights += seg.count;
+  }
+  for (int c = 0; c < kChunks; ++c) StoreFloats16(out + c * kLanes, even[c] + odd[c]);
+}
+
+// The same for any head size.
+void WeightedValuesAnySize(const KvSegment* segments, int num_segments, const float* weights,
+                           int head_dim, float* __restrict__ out) {
+  std::fill(out, out + head_dim, 0.0f);
+  for (int s = 0; s < num_segments; ++s) {
+    const KvSegment& seg = segments[s];
+    for (int32_t p = 0; p < seg.count; ++p) {
+      const float w = weights[p];
+      const float* __restrict__ v = seg.values + p * seg.stride;
+      for (int i = 0; i < head_dim; ++i) out[i] += w * v[i];
+    }
+    weights += seg.count;
+  }
 }
 
 // out[0..head_dim) = softmax(q·kᵀ · scale) · v over all positions of the segments.
@@ -43,22 +81,30 @@ void AttendOne(const float* q, const KvSegment* segments, int num_segments, int 
       max_score = std::max(max_score, score);
     }
   }
-  float sum = 0.0f;
-  for (int i = 0; i < n; ++i) {
+  // The softmax in 16 lanes (a scalar running sum would be one dependent chain).
+  Floats16 lanes = Splat(0.0f);
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const Floats16 e = FastExp16(LoadFloats16(scores + i) - max_score);
+    StoreFloats16(scores + i, e);
+    lanes += e;
+  }
+  float sum = HorizontalSum(lanes);
+  for (; i < n; ++i) {
     scores[i] = FastExp(scores[i] - max_score);
     sum += scores[i];
   }
   const float inv_sum = 1.0f / sum;
-  std::fill(out, out + head_dim, 0.0f);
-  n = 0;
-  for (int s = 0; s < num_segments; ++s) {
-    const KvSegment& seg = segments[s];
-    for (int32_t p = 0; p < seg.count; ++p) {
-      const float w = scores[n] * inv_sum;
-      scores[n++] = w;
-      const float* v = seg.values + p * seg.stride;
-      for (int i = 0; i < head_dim; ++i) out[i] += w * v[i];
-    }
+  for (i = 0; i < n; ++i) scores[i] *= inv_sum;
+  switch (head_dim) {
+    case 32:
+      return WeightedValues<2>(segments, num_segments, scores, out);
+    case 64:
+      return WeightedValues<4>(segments, num_segments, scores, out);
+    case 128:
+      return WeightedValues<8>(segments, num_segments, scores, out);
+    default:
+      return WeightedValuesAnySize(segments, num_segments, scores, head_dim, out);
   }
 }
 

@@ -93,6 +93,31 @@ inline float SumExp(const float* x, int64_t n, float shift) {
   return s;
 }
 
+inline void StoreFloats16(float* p, Floats16 v) { std::memcpy(p, &v, sizeof(v)); }
+
+// The lanes added pairwise (halves of 16, 8, 4, 2): an order fixed by the lanes alone.
+inline float HorizontalSum(Floats16 lanes) {
+  typedef float Floats8 __attribute__((vector_size(32)));
+  typedef float Floats4 __attribute__((vector_size(16)));
+  const Floats8 h8 = __builtin_shufflevector(lanes, lanes, 0, 1, 2, 3, 4, 5, 6, 7) +
+                     __builtin_shufflevector(lanes, lanes, 8, 9, 10, 11, 12, 13, 14, 15);
+  const Floats4 h4 =
+      __builtin_shufflevector(h8, h8, 0, 1, 2, 3) + __builtin_shufflevector(h8, h8, 4, 5, 6, 7);
+  return (h4[0] + h4[2]) + (h4[1] + h4[3]);
+}
+
+// Σ a[i]·b[i] in 16 lanes, then HorizontalSum: the order is fixed by n alone. (A plain running
+// sum is one chain of n dependent additions, which a strict, non-reassociating build cannot
+// vectorise.)
+inline float Dot(const float* a, const float* b, int64_t n) {
+  Floats16 lanes = Splat(0.0f);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) lanes += LoadFloats16(a + i) * LoadFloats16(b + i);
+  float s = HorizontalSum(lanes);
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
 inline float Swish(float x) { return x / (1.0f + FastExp(-x)); }
 inline Floats16 Swish16(Floats16 x) { return x / (1.0f + FastExp16(-x)); }
 
