@@ -1,9 +1,14 @@
 // Engine throughput benchmark: target tokens/s of the engine at several batch sizes for greedy
 // and beam search with a forced output length. On the CPU also the share of time spent in
 // GEMMs, their achieved GFLOP/s and the encoder's GEMM efficiency, all against a sgemm peak
-// measured in the same process; on a GPU (--device=cuda) the device and dtype instead. Prints a
+// measured in a child process; on a GPU (--device=cuda) the device and dtype instead. Prints a
 // table and writes JSON. bench/engine_bench.sh runs it beside the PyTorch
-// reference (bench/reference_bench.py) on the same model and inputs.
+// reference (bench/reference_bench.py) on the same model and inputs. --replicas=N --threads=1
+// runs N translators over the one loaded model, each on its own thread and share of the batch
+// (N independent workers; the GEMM columns are then not measured).
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -11,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -38,6 +44,9 @@ ABSL_FLAG(std::string, cpu_isa, "",
           "Lower the CPU kernels' instruction-set level: avx2, avx512, avx512_vnni or "
           "avx512_bf16 (empty: the highest this CPU has)");
 ABSL_FLAG(int, threads, 0, "GEMM threads; 0 = every core");
+ABSL_FLAG(int, replicas, 1,
+          "Translators over the one loaded model, each on its own thread with its share of the "
+          "batch (Translator::CreateReplica); with --threads=1, N independent workers");
 ABSL_FLAG(std::string, json, "", "Write results here");
 
 namespace transerve {
@@ -66,6 +75,32 @@ double MeasureSgemmPeak(int n) {
     best = std::min(best, Seconds(start));
   }
   return 2.0 * n * n * n / best / 1e9;
+}
+
+// MeasureSgemmPeak in a child process: neither its 64 MB of operands nor the BLAS buffers it
+// touches then count in this process's resident sizes (the packed engine calls no BLAS GEMM, so
+// a server never touches them). 0 if the child cannot be run.
+double MeasureSgemmPeakInChild(int n) {
+  int fds[2];
+  if (pipe(fds) != 0) return 0;
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return 0;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    const double peak = MeasureSgemmPeak(n);
+    const bool written = write(fds[1], &peak, sizeof(peak)) == sizeof(peak);
+    _exit(written ? 0 : 1);
+  }
+  close(fds[1]);
+  double peak = 0;
+  if (read(fds[0], &peak, sizeof(peak)) != sizeof(peak)) peak = 0;
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  return peak;
 }
 
 // A field of /proc/self/status in bytes: VmHWM (peak resident) or VmRSS (resident now).
@@ -121,15 +156,24 @@ int Run() {
   topts.cpu_isa = absl::GetFlag(FLAGS_cpu_isa);
   topts.num_threads = absl::GetFlag(FLAGS_threads);
   topts.with_tokenizer = false;
-  // The sgemm peak first: its 64 MB of operands are freed before the model loads, so they do
-  // not count in the peak resident size reported for the model's work.
-  const double peak = absl::GetFlag(FLAGS_device) == "cuda" ? 0 : MeasureSgemmPeak(2048);
+  const double peak = absl::GetFlag(FLAGS_device) == "cuda" ? 0 : MeasureSgemmPeakInChild(2048);
   auto translator = Translator::Create(topts);
   if (!translator.ok()) {
     std::cerr << translator.status() << "\n";
     return 1;
   }
   Translator& t = **translator;
+  const int replica_count = std::max(1, absl::GetFlag(FLAGS_replicas));
+  std::vector<std::unique_ptr<Translator>> replicas;
+  replicas.push_back(*std::move(translator));
+  while (static_cast<int>(replicas.size()) < replica_count) {
+    auto r = t.CreateReplica();
+    if (!r.ok()) {
+      std::cerr << r.status() << "\n";
+      return 1;
+    }
+    replicas.push_back(*std::move(r));
+  }
   const int64_t loaded_rss = StatusBytes("VmRSS");
   std::vector<int> batches;
   for (auto part : absl::StrSplit(absl::GetFlag(FLAGS_batch_sizes), ',')) {
@@ -151,6 +195,8 @@ int Run() {
     for (int i = 0; i < 3; ++i) (void)t.Encode(all_sources);
     const ops::GemmCounters enc = ops::ReadGemmCounters();
     encoder_gflops = enc.flops / enc.seconds / 1e9;
+    // The counters are one process-wide record, not safe for replicas stepping at once.
+    if (replica_count > 1) ops::EnableGemmCounters(false);
     std::printf("%-6s %-7s %12s %10s %11s %9s\n", "batch", "search", "target tok/s", "GEMM share",
                 "GEMM GFLOP/s", "of peak");
   } else {
@@ -165,17 +211,38 @@ int Run() {
     for (int batch : batches) {
       const std::vector<std::vector<int32_t>> sources(all_sources.begin(),
                                                       all_sources.begin() + batch);
-      (void)t.TranslateIds(sources, options);  // warm-up: caches, pool, scratch sizes
+      // The batch in contiguous shares, one per replica, all translated at once; the first
+      // call of each is a warm-up (caches, pool, scratch sizes).
+      auto translate_all = [&]() -> absl::Status {
+        std::vector<absl::Status> status(replicas.size());
+        std::vector<std::thread> threads;
+        for (size_t i = 0; i < replicas.size(); ++i) {
+          const size_t begin = sources.size() * i / replicas.size();
+          const size_t end = sources.size() * (i + 1) / replicas.size();
+          if (begin == end) continue;
+          threads.emplace_back([&, i, begin, end] {
+            auto out =
+                replicas[i]->TranslateIds(std::span(sources.data() + begin, end - begin), options);
+            status[i] = out.status();
+          });
+        }
+        for (auto& thread : threads) thread.join();
+        for (const absl::Status& s : status) {
+          if (!s.ok()) return s;
+        }
+        return absl::OkStatus();
+      };
+      (void)translate_all();
       std::vector<double> times;
       ops::ResetGemmCounters();
       double total = 0;
       for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
         const auto start = Clock::now();
-        auto out = t.TranslateIds(sources, options);
+        const absl::Status s = translate_all();
         times.push_back(Seconds(start));
         total += times.back();
-        if (!out.ok()) {
-          std::cerr << out.status() << "\n";
+        if (!s.ok()) {
+          std::cerr << s << "\n";
           return 1;
         }
       }
@@ -187,7 +254,10 @@ int Run() {
                             {"search", search},
                             {"target_tokens_per_second", tokens_per_second},
                             {"seconds", median}};
-      if (on_cpu) {
+      if (on_cpu && replica_count > 1) {
+        std::printf("%-6d %-7s %12.1f %10s %12s %9s\n", batch, search.c_str(), tokens_per_second,
+                    "-", "-", "-");
+      } else if (on_cpu) {
         const double gemm_gflops = g.flops / g.seconds / 1e9;
         std::printf("%-6d %-7s %12.1f %9.0f%% %12.1f %8.0f%%\n", batch, search.c_str(),
                     tokens_per_second, 100 * g.seconds / total, gemm_gflops,
@@ -221,6 +291,7 @@ int Run() {
                        {"device_detail", device},
                        {"blas", ops::BlasDescription()},
                        {"threads", ops::GetNumThreads()},
+                       {"replicas", replica_count},
                        {"peak_rss_bytes", PeakRssBytes()},
                        {"loaded_rss_bytes", loaded_rss},
                        {"weight_bytes", t.WeightBytes()},

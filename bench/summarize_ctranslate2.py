@@ -2,9 +2,10 @@
 """One table of transerve's weight formats against CTranslate2's best configurations.
 
 Reads the summary.json of an interleaved transerve/CTranslate2 run (bench/ctranslate2_bench.sh)
-and prints, per cell, the median target tokens/s of transerve float32, bfloat16 and int8 (its
-best of 2 threads and 1 thread for int8), CTranslate2's best float32 and int8 (of 1 thread,
-2 threads and 2 workers), and the ratios the targets are stated in (BENCHMARKS.md):
+and prints, per cell, the median target tokens/s of transerve float32, bfloat16 and int8 (each
+the best of the configurations run: 2 threads, 1 thread, or N replicas of 1 thread, written
+"2x1" like CTranslate2's workers), CTranslate2's best float32 and int8 (of 1 thread, 2 threads
+and 2 workers), and the ratios the targets are stated in (BENCHMARKS.md):
 int8 / CT2 int8, bfloat16 / CT2 int8, float32 / CT2 float32.
 
   bench/summarize_ctranslate2.py SUMMARY_JSON [--md OUT.md] [--json OUT.json]
@@ -30,12 +31,20 @@ def main():
             if not engine.startswith("transerve") or v is None:
                 continue
             flags = engine[len("transerve"):].strip()
-            d = "float32"
+            d, threads, replicas = "float32", "2", "1"
             for f in flags.split():
                 if f.startswith("--dtype="):
                     d = f.split("=", 1)[1]
+                elif f.startswith("--threads="):
+                    threads = f.split("=", 1)[1]
+                elif f.startswith("--replicas="):
+                    replicas = f.split("=", 1)[1]
+            if replicas != "1":
+                conf = f"{replicas}x{threads}"
+            else:
+                conf = "1 thread" if threads == "1" else f"{threads} threads"
             if d == dtype and (best[0] is None or v > best[0]):
-                best = (v, "1 thread" if "--threads=1" in flags else "2 threads")
+                best = (v, conf)
         return best
 
     rows, out = [], []
@@ -44,7 +53,7 @@ def main():
     rows += [head, "|---" * 9 + "|"]
     for c in s["cells"]:
         f32, _ = ours(c, "float32")
-        bf16, _ = ours(c, "bfloat16")
+        bf16, bf16_conf = ours(c, "bfloat16")
         i8, i8_conf = ours(c, "int8")
         cf, ci = c["best_ct2_fp32"], c["best_ct2_int8"]
 
@@ -53,6 +62,7 @@ def main():
 
         r = {"search": c["search"], "batch": c["batch"], "float32": f32, "bfloat16": bf16,
              "int8": i8, "int8_configuration": i8_conf,
+             "bfloat16_configuration": bf16_conf,
              "ct2_float32": cf["tok_s"], "ct2_float32_engine": cf["engine"],
              "ct2_int8": ci["tok_s"], "ct2_int8_engine": ci["engine"],
              "int8_vs_ct2_int8": ratio(i8, ci["tok_s"]),
@@ -66,7 +76,7 @@ def main():
         def x(v):
             return "-" if v is None else f"{v:.2f}x"
 
-        rows.append(f"| b{r['batch']} {r['search']} | {n(f32)} | {n(bf16)} | {n(i8)} ({i8_conf}) "
+        rows.append(f"| b{r['batch']} {r['search']} | {n(f32)} | {n(bf16)} ({bf16_conf}) | {n(i8)} ({i8_conf}) "
                     f"| {n(cf['tok_s'])} ({cf['engine']}) | {n(ci['tok_s'])} ({ci['engine']}) "
                     f"| {x(r['int8_vs_ct2_int8'])} | {x(r['bfloat16_vs_ct2_int8'])} "
                     f"| {x(r['float32_vs_ct2_float32'])} |")

@@ -58,6 +58,12 @@ struct Translation {
 class Translator {
  public:
   static absl::StatusOr<std::unique_ptr<Translator>> Create(const TranslatorOptions& options);
+  // Another translator over this one's weights and tokenizer (shared, not copied), with its own
+  // device stream, KV cache pool of the same bound, and scratch. Replicas step side by side on
+  // separate threads: on the CPU, with one engine thread each, that is N independent workers
+  // and no synchronisation between cores (the engine's pool runs a call inline once as many
+  // calls are open as it has threads). RESOURCE_EXHAUSTED when no device stream can be had.
+  absl::StatusOr<std::unique_ptr<Translator>> CreateReplica() const;
 
   // Translates texts in batches of up to `max_batch_size` sentences, sorted by length to limit
   // padding work; results come back in input order. Empty texts give empty translations. Fails as a
@@ -138,8 +144,8 @@ class Translator {
   // This replica's device work goes here (every entry point that touches the device opens a
   // StreamScope on it). Declared first, so destroyed last: after the tensors queued on it.
   ops::DeviceStream stream_;
-  std::unique_ptr<MarianModel> model_;
-  std::unique_ptr<MarianTokenizer> tokenizer_;
+  std::shared_ptr<const MarianModel> model_;          // shared with replicas
+  std::shared_ptr<const MarianTokenizer> tokenizer_;  // shared with replicas
   std::unique_ptr<KvBlockPool> kv_pool_;
   SpecialTokens special_;
   Device device_ = Device::kCpu;
