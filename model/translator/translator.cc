@@ -61,11 +61,7 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
   if (!device.ok()) return device.status();
   std::unique_ptr<Translator> t(new Translator());
   t->device_ = *device;
-  try {
-    t->stream_ = ops::DeviceStream(t->device_);
-  } catch (const std::runtime_error& e) {
-    return absl::ResourceExhaustedError(e.what());
-  }
+  if (absl::Status s = t->OpenStream(); !s.ok()) return s;
   const ops::StreamScope scope(t->stream_);
   const bool cpu = t->device_ == Device::kCpu;
   if (!options.cpu_isa.empty()) {
@@ -96,16 +92,17 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
   }
   auto model = LoadMarianModel(options.model_dir, pack);
   if (!model.ok()) return model.status();
-  // What the load freed (float tensors once packed, conversion chunks, the cross-attention
-  // parts before they were joined) goes back to the OS instead of staying in the heap: 55-58 MB
-  // of resident size on the opus-mt shape, in every dtype (BENCHMARKS.md).
-  malloc_trim(0);
   if (!cpu) {
     t->dtype_ = dtype == "float32" ? "float32" : "float16";
     (*model)->weights = CopyWeightsTo((*model)->weights, t->device_,
                                       t->dtype_ == "float16" ? DType::kFloat16 : DType::kFloat32);
   }
   t->model_ = *std::move(model);
+  // What the load freed (float tensors once packed, conversion chunks, the cross-attention
+  // parts before they were joined, the host copies once on a GPU) goes back to the OS instead
+  // of staying in the heap: 55-58 MB of resident size on the opus-mt shape on the CPU, in every
+  // dtype (BENCHMARKS.md).
+  malloc_trim(0);
   const MarianConfig& c = t->model_->config;
   if (options.with_tokenizer) {
     auto tokenizer = MarianTokenizer::Load(options.model_dir);
@@ -129,14 +126,19 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
   return t;
 }
 
-absl::StatusOr<std::unique_ptr<Translator>> Translator::CreateReplica() const {
-  std::unique_ptr<Translator> t(new Translator());
-  t->device_ = device_;
+absl::Status Translator::OpenStream() {
   try {
-    t->stream_ = ops::DeviceStream(device_);
+    stream_ = ops::DeviceStream(device_);
   } catch (const std::runtime_error& e) {
     return absl::ResourceExhaustedError(e.what());
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Translator>> Translator::CreateReplica() const {
+  std::unique_ptr<Translator> t(new Translator());
+  t->device_ = device_;
+  if (absl::Status s = t->OpenStream(); !s.ok()) return s;
   t->model_ = model_;
   t->tokenizer_ = tokenizer_;
   t->special_ = special_;

@@ -137,6 +137,8 @@ class Translator {
  private:
   Translator() = default;
   absl::Status CheckVocabularySizes() const;
+  // stream_ on device_; RESOURCE_EXHAUSTED when the device has none to give.
+  absl::Status OpenStream();
   absl::Status StepOnce(std::span<SentenceSearch* const> searches);
   template <typename Work>
   auto Guarded(const char* what, Work&& work) -> decltype(work());
