@@ -120,57 +120,64 @@ void ForRows(int64_t m, int64_t k, const Fn& fn) {
   ThreadPool::Engine().ParallelFor(m, fn);
 }
 
-// One row's converted values, contiguous, on whichever thread converts it: [0, k) written per
-// row, [k, depth) the zero padding. Kept per thread so a decoder step allocates nothing.
-template <typename T>
-T* RowBuffer(int64_t k, int64_t depth) {
-  thread_local std::vector<T> row;
-  row.resize(static_cast<size_t>(depth));
-  std::fill(row.begin() + k, row.end(), T{0});
-  return row.data();
-}
-
-// Rows rounded to bfloat16 in the kernels' step-major layout, [depth/2][m][2]: each row
-// converted contiguously (so the loop vectorises), then its pairs moved to their places. Every
-// element of the layout is written, padding included.
-const uint16_t* RoundRowsToBf16(const float* x, int64_t m, int64_t k, int64_t depth) {
-  std::vector<uint16_t>& out = Scratch().bf16;
-  out.resize(static_cast<size_t>(m * depth));
-  uint16_t* dst = out.data();
+// Rows converted into the kernels' step-major layout, [depth/kGroup][m][kGroup] of Q, every
+// element written, padding included. convert(r, q) writes row r's depth values contiguously
+// into q (so its loop vectorises); then, a block of rows at a time, each group is moved to its
+// place whole, group by group, so that the stores run along the layout's lines.
+template <typename Q, int kGroup, typename Convert>
+void InterleaveRows(int64_t m, int64_t k, int64_t depth, Q* dst, const Convert& convert) {
+  constexpr int64_t kBlockRows = 16;
   ForRows(m, k, [&](int64_t first, int64_t last) {
-    uint16_t* row = RowBuffer<uint16_t>(k, depth);
-    for (int64_t r = first; r < last; ++r) {
-      for (int64_t i = 0; i < k; ++i) row[i] = ToBf16(x[r * k + i]);
-      for (int64_t g = 0; g < depth / 2; ++g) {
-        std::memcpy(dst + (g * m + r) * 2, row + g * 2, 2 * sizeof(uint16_t));
+    // Locals, not the closure's references: the narrow stores below may alias those, which
+    // would reload them for every group.
+    const int64_t rows = m, groups = depth / kGroup, stride = depth;
+    Q* const out = dst;
+    thread_local std::vector<Q> block;
+    block.resize(static_cast<size_t>(kBlockRows * depth));
+    Q* const converted = block.data();
+    for (int64_t r0 = first; r0 < last; r0 += kBlockRows) {
+      const int64_t n = std::min(kBlockRows, last - r0);
+      for (int64_t i = 0; i < n; ++i) convert(r0 + i, converted + i * stride);
+      for (int64_t g = 0; g < groups; ++g) {
+        Q* line = out + (g * rows + r0) * kGroup;
+        for (int64_t i = 0; i < n; ++i) {
+          std::memcpy(line + i * kGroup, converted + i * stride + g * kGroup, kGroup * sizeof(Q));
+        }
       }
     }
   });
-  return dst;
 }
 
-// q[0..k) of one row, contiguous (so the loop vectorises).
-void QuantizeRow(const float* row, int64_t k, float inverse, int8_t* q) {
-  for (int64_t i = 0; i < k; ++i) q[i] = static_cast<int8_t>(QuantizeInt8(row[i], inverse));
+// One row's values converted into q[0, depth), [k, depth) the padding. Free functions, so that
+// their bounds are locals: read through a closure they would be reloaded after every store.
+void RoundRow(const float* row, int64_t k, int64_t depth, uint16_t* q) {
+  for (int64_t i = 0; i < k; ++i) q[i] = ToBf16(row[i]);
+  std::fill(q + k, q + depth, uint16_t{0});
+}
+template <typename Q, int kOffset>
+void QuantizeRow(const float* row, int64_t k, int64_t depth, float inverse, Q* q) {
+  for (int64_t i = 0; i < k; ++i) q[i] = static_cast<Q>(QuantizeInt8(row[i], inverse) + kOffset);
+  std::fill(q + k, q + depth, static_cast<Q>(kOffset));
 }
 
-// Rows quantized into the kernels' step-major layout, [depth/4][m][4] of Q: each row's q, then
-// its groups of four moved to their places (plus kOffset: unsigned bytes hold q + 128), every
-// element written, padding (q = 0) included.
+// Rows rounded to bfloat16 in the kernels' layout, [depth/2][m][2].
+const uint16_t* RoundRowsToBf16(const float* x, int64_t m, int64_t k, int64_t depth) {
+  std::vector<uint16_t>& out = Scratch().bf16;
+  out.resize(static_cast<size_t>(m * depth));
+  InterleaveRows<uint16_t, 2>(m, k, depth, out.data(),
+                              [=](int64_t r, uint16_t* q) { RoundRow(x + r * k, k, depth, q); });
+  return out.data();
+}
+
+// Rows quantized, each with its own scale, into the kernels' layout [depth/4][m][4] of Q, plus
+// kOffset (unsigned bytes hold q + 128); the padding is q = 0.
 template <typename Q, int kOffset>
 void QuantizeRowsInto(const float* x, int64_t m, int64_t k, int64_t depth, Q* dst, float* scales) {
-  ForRows(m, k, [&](int64_t first, int64_t last) {
-    int8_t* q = RowBuffer<int8_t>(k, depth);
-    for (int64_t r = first; r < last; ++r) {
-      const float* row = x + r * k;
-      const float max_abs = MaxAbs(row, k);
-      scales[r] = Int8Scale(max_abs);
-      QuantizeRow(row, k, Int8Inverse(max_abs), q);
-      for (int64_t g = 0; g < depth / 4; ++g) {
-        Q* out = dst + (g * m + r) * 4;
-        for (int j = 0; j < 4; ++j) out[j] = static_cast<Q>(q[g * 4 + j] + kOffset);
-      }
-    }
+  InterleaveRows<Q, 4>(m, k, depth, dst, [=](int64_t r, Q* q) {
+    const float* row = x + r * k;
+    const float max_abs = MaxAbs(row, k);
+    scales[r] = Int8Scale(max_abs);
+    QuantizeRow<Q, kOffset>(row, k, depth, Int8Inverse(max_abs), q);
   });
 }
 
