@@ -70,4 +70,11 @@ void OutputLogits(const TransformerWeights& weights, const Tensor& hidden, Tenso
               &weights.output.packed);
 }
 
+void OutputCandidates(const TransformerWeights& weights, const Tensor& hidden,
+                      std::span<const ops::CandidateRule> rules, int32_t pad, int32_t eos,
+                      Tensor* logits, std::vector<std::vector<TokenScore>>* candidates) {
+  ops::LinearTopKCandidates(hidden, weights.output.weight, weights.output.bias,
+                            &weights.output.packed, rules, pad, eos, logits, candidates);
+}
+
 }  // namespace transerve

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "model/layers/transformer_weights.h"
 #include "model/layers/workspace.h"
@@ -30,5 +31,11 @@ bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weigh
 
 // logits [rows, target_vocab] = hidden · outputᵀ + final_logits_bias.
 void OutputLogits(const TransformerWeights& weights, const Tensor& hidden, Tensor* logits);
+
+// The candidates each row's rule asks for from those logits (ops::LinearTopKCandidates): where
+// the device allows they are ranked as computed and `logits` is left as it was.
+void OutputCandidates(const TransformerWeights& weights, const Tensor& hidden,
+                      std::span<const ops::CandidateRule> rules, int32_t pad, int32_t eos,
+                      Tensor* logits, std::vector<std::vector<TokenScore>>* candidates);
 
 }  // namespace transerve

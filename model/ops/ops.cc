@@ -2,6 +2,7 @@
 // cuda_ops.h (the host side of the CUDA plugin) for tensors on the GPU.
 #include "model/ops/ops.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -142,17 +143,21 @@ Tensor ToFloat16Linear(const Tensor& weight, const Tensor& bias) {
   return cuda_ops::ToFloat16Linear(weight, bias);
 }
 
-void TopKCandidates(const Tensor& logits, std::span<const CandidateRule> rules, int32_t pad,
-                    int32_t eos, std::vector<std::vector<TokenScore>>* candidates) {
-  if (logits.rank() != 2 || logits.dtype() != DType::kFloat32 ||
-      logits.dim(0) != static_cast<int64_t>(rules.size())) {
-    throw std::invalid_argument("TopKCandidates: " + std::to_string(rules.size()) +
-                                " rules for logits of shape " + logits.ShapeString());
+namespace {
+
+// What the backends rank: each row's k (0 for a forced row, whose one candidate is known) and
+// whether it bans EOS, once the rules are checked against `rows` rows of `vocab` logits.
+struct RankedRows {
+  std::vector<int32_t> k;
+  std::vector<uint8_t> ban_eos;
+};
+RankedRows CheckRules(std::span<const CandidateRule> rules, int64_t rows, int64_t vocab,
+                      int32_t pad, int32_t eos) {
+  if (rows != static_cast<int64_t>(rules.size())) {
+    throw std::invalid_argument("TopKCandidates: " + std::to_string(rules.size()) + " rules for " +
+                                std::to_string(rows) + " rows");
   }
-  // The backends rank the rows that choose; a forced row's one candidate is known already.
-  std::vector<int32_t> k(rules.size());
-  std::vector<uint8_t> ban_eos(rules.size());
-  const int64_t vocab = logits.dim(1);
+  RankedRows ranked{std::vector<int32_t>(rules.size()), std::vector<uint8_t>(rules.size())};
   for (size_t r = 0; r < rules.size(); ++r) {
     const int64_t allowed = vocab - 1 - (rules[r].ban_eos && eos != pad ? 1 : 0);
     if (!rules[r].force_eos && (rules[r].k < 1 || rules[r].k > allowed)) {
@@ -160,19 +165,61 @@ void TopKCandidates(const Tensor& logits, std::span<const CandidateRule> rules, 
                                   std::to_string(rules[r].k) + " of " + std::to_string(allowed) +
                                   " allowed tokens");
     }
-    k[r] = rules[r].force_eos ? 0 : rules[r].k;
-    ban_eos[r] = rules[r].ban_eos ? 1 : 0;
+    ranked.k[r] = rules[r].force_eos ? 0 : rules[r].k;
+    ranked.ban_eos[r] = rules[r].ban_eos ? 1 : 0;
   }
-  candidates->resize(rules.size());
-  if (logits.device() == Device::kCuda) {
-    cuda_ops::TopK(logits, k, ban_eos, pad, eos, candidates);
-  } else {
-    RequireCpu(logits.device(), "TopKCandidates");
-    cpu::TopK(logits, k, ban_eos, pad, eos, candidates);
-  }
+  return ranked;
+}
+
+void SetForcedRows(std::span<const CandidateRule> rules, int32_t eos,
+                   std::vector<std::vector<TokenScore>>* candidates) {
   for (size_t r = 0; r < rules.size(); ++r) {
     if (rules[r].force_eos) (*candidates)[r].assign(1, TokenScore{eos, 0.0f});
   }
+}
+
+// Beyond this many candidates a row is ranked from stored logits: the chunked ranking keeps
+// every chunk range's k best per row for the merge.
+constexpr int32_t kMaxChunkRankedK = 64;
+
+}  // namespace
+
+void TopKCandidates(const Tensor& logits, std::span<const CandidateRule> rules, int32_t pad,
+                    int32_t eos, std::vector<std::vector<TokenScore>>* candidates) {
+  if (logits.rank() != 2 || logits.dtype() != DType::kFloat32) {
+    throw std::invalid_argument("TopKCandidates: " + std::to_string(rules.size()) +
+                                " rules for logits of shape " + logits.ShapeString());
+  }
+  const RankedRows ranked = CheckRules(rules, logits.dim(0), logits.dim(1), pad, eos);
+  candidates->resize(rules.size());
+  if (logits.device() == Device::kCuda) {
+    cuda_ops::TopK(logits, ranked.k, ranked.ban_eos, pad, eos, candidates);
+  } else {
+    RequireCpu(logits.device(), "TopKCandidates");
+    cpu::TopK(logits, ranked.k, ranked.ban_eos, pad, eos, candidates);
+  }
+  SetForcedRows(rules, eos, candidates);
+}
+
+void LinearTopKCandidates(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                          const PackedMatrix* packed, std::span<const CandidateRule> rules,
+                          int32_t pad, int32_t eos, Tensor* logits,
+                          std::vector<std::vector<TokenScore>>* candidates) {
+  const bool chunk_ranked = x.device() == Device::kCpu && packed != nullptr && !packed->empty() &&
+                            std::all_of(rules.begin(), rules.end(), [](const CandidateRule& rule) {
+                              return rule.k <= kMaxChunkRankedK;
+                            });
+  if (!chunk_ranked) {
+    Linear(x, weight, bias, Activation::kIdentity, logits, packed);
+    TopKCandidates(*logits, rules, pad, eos, candidates);
+    return;
+  }
+  const RankedRows ranked = CheckRules(rules, x.dim(0), packed->rows, pad, eos);
+  candidates->resize(rules.size());
+  const auto start = std::chrono::steady_clock::now();
+  cpu::PackedProductTopK(x, *packed, bias, ranked.k, ranked.ban_eos, pad, eos, candidates);
+  if (gemm_counters_enabled) Record(start, x.dim(0), x.dim(1), packed->rows);
+  SetForcedRows(rules, eos, candidates);
 }
 
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,

@@ -181,6 +181,16 @@ struct CandidateRule {
 void TopKCandidates(const Tensor& logits, std::span<const CandidateRule> rules, int32_t pad,
                     int32_t eos, std::vector<std::vector<TokenScore>>* candidates);
 
+// TopKCandidates of the logits Linear(x, weight, bias, kIdentity, packed) would give, the
+// output projection and the ranking in one. With a packed weight on the CPU (and k <= 64) the
+// logits are ranked chunk by chunk as they are computed and never stored: `logits` is left
+// untouched, and the candidates are the same bits as through stored logits. Elsewhere the
+// logits go through `logits` ([rows, N]).
+void LinearTopKCandidates(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                          const PackedMatrix* packed, std::span<const CandidateRule> rules,
+                          int32_t pad, int32_t eos, Tensor* logits,
+                          std::vector<std::vector<TokenScore>>* candidates);
+
 // out = LayerNorm(x + residual) * gamma + beta over the last axis (biased variance).
 // `out` may alias `x` or `residual`.
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,

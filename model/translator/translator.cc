@@ -289,10 +289,9 @@ absl::Status Translator::StepOnce(std::span<SentenceSearch* const> searches) {
                   alignment ? &alignment_ : nullptr)) {
     return absl::ResourceExhaustedError("KV cache is full");
   }
-  OutputLogits(model_->weights, hidden_, &logits_);
   const Tensor* alignment_rows = alignment ? &HostCopy(alignment_, &host_alignment_) : nullptr;
-  // Every row's candidates at once: on the GPU only they come back to the host; on the CPU the
-  // rows are spread over the engine's threads.
+  // Every row's candidates at once: on the GPU only they come back to the host; on the CPU they
+  // are ranked as the output projection makes them.
   row_rules_.clear();
   for (size_t i = 0; i < firsts.size(); ++i) {
     const int64_t end =
@@ -300,7 +299,8 @@ absl::Status Translator::StepOnce(std::span<SentenceSearch* const> searches) {
     const ops::CandidateRule rule = firsts[i].first->NextCandidates();
     for (int64_t r = firsts[i].second; r < end; ++r) row_rules_.push_back(rule);
   }
-  ops::TopKCandidates(logits_, row_rules_, special_.pad, special_.eos, &row_candidates_);
+  OutputCandidates(model_->weights, hidden_, row_rules_, special_.pad, special_.eos, &logits_,
+                   &row_candidates_);
   for (const auto& [search, first_row] : firsts) {
     search->Advance(row_candidates_, alignment_rows, first_row);
   }
@@ -308,13 +308,12 @@ absl::Status Translator::StepOnce(std::span<SentenceSearch* const> searches) {
 }
 
 Tensor Translator::CopyLastLogits() const {
-  if (logits_.empty()) return Tensor();  // no step yet
-  if (logits_.device() == Device::kCpu) {
-    return Tensor::FromFloats(logits_.shape(),
-                              std::span(logits_.f32(), static_cast<size_t>(logits_.numel())));
-  }
+  if (hidden_.empty()) return Tensor();  // no step yet
+  // Made again from the step's hidden states: the step itself may never store them whole.
   const ops::StreamScope scope(stream_);
-  return ops::CopyTo(logits_, Device::kCpu);
+  Tensor logits;
+  OutputLogits(model_->weights, hidden_, &logits);
+  return ops::CopyTo(logits, Device::kCpu);
 }
 
 const Tensor& Translator::HostCopy(const Tensor& t, Tensor* host) {

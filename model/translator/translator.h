@@ -122,7 +122,8 @@ class Translator {
   // steps (each of its beam_size rows at most one new or copied-on-write block per layer).
   int64_t KvCapacityBlocks() const;
   int64_t KvHeadroomBlocks(const DecodingOptions& options) const;
-  // A host copy of the raw logits [rows, target_vocab] of the last Step, its own storage
+  // A host copy of the raw logits [rows, target_vocab] of the last Step, recomputed from its
+  // hidden states (the step itself may not store them), its own storage
   // (diagnostics and parity tests; a step copies only its candidates off the GPU); empty
   // before the first step. Step thread.
   Tensor CopyLastLogits() const;

@@ -42,5 +42,11 @@ void CopyKvBlockPrefixes(KvBlockPool& pool, std::span<const KvBlockCopy> copies)
 // holds one vector per row.
 void TopK(const Tensor& logits, std::span<const int32_t> k, std::span<const uint8_t> ban_eos,
           int32_t pad, int32_t eos, std::vector<std::vector<TokenScore>>* candidates);
+// The same for the logits x · weightᵀ + bias with a packed weight, ranked chunk by chunk as
+// they are computed, never stored whole (packed_top_k_cpu.cc); the same bits as TopK over
+// PackedProduct's logits.
+void PackedProductTopK(const Tensor& x, const PackedMatrix& weight, const Tensor& bias,
+                       std::span<const int32_t> k, std::span<const uint8_t> ban_eos, int32_t pad,
+                       int32_t eos, std::vector<std::vector<TokenScore>>* candidates);
 
 }  // namespace transerve::ops::cpu

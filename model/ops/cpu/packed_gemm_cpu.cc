@@ -13,6 +13,7 @@
 #include "model/core/thread_pool.h"
 #include "model/ops/cpu/cpu_isa.h"
 #include "model/ops/cpu/cpu_ops.h"
+#include "model/ops/cpu/packed_panels.h"
 #include "model/ops/cpu/vector_math.h"
 
 namespace transerve::ops::cpu {
@@ -252,59 +253,69 @@ void UnpackRow(const PackedMatrix& p, int64_t n, float* out) {
   }
 }
 
+PanelOperands ConvertOperands(const Tensor& x, const PackedMatrix& weight) {
+  PanelOperands operands;
+  operands.kernels = &ActiveKernels();
+  operands.x = x.f32();
+  operands.m = x.dim(0);
+  operands.k = x.dim(1);
+  if (weight.format == WeightFormat::kBFloat16) {
+    operands.bf16 = RoundRowsToBf16(x.f32(), operands.m, operands.k, weight.depth);
+  }
+  if (weight.format == WeightFormat::kInt8) {
+    operands.int8 = QuantizeRows(x.f32(), operands.m, operands.k, weight.depth,
+                                 operands.kernels->int8_activations, &operands.int8_scales);
+  }
+  return operands;
+}
+
+int MultiplyPanel(const PanelOperands& x, const PackedMatrix& weight, const float* bias, int64_t p,
+                  bool prefetch_next, float* out, int64_t ldc) {
+  const KernelSet& kernels = *x.kernels;
+  const int64_t depth = weight.depth;
+  const int64_t col = p * kWidth;
+  const int width = static_cast<int>(std::min<int64_t>(kWidth, weight.rows - col));
+  alignas(64) float bias32[kWidth] = {};
+  if (bias != nullptr) std::memcpy(bias32, bias + col, width * sizeof(float));
+  switch (weight.format) {
+    case WeightFormat::kFloat32: {
+      const float* panel = weight.panels.f32() + p * depth * kWidth;
+      kernels.float_panel(x.x, x.m, x.k, panel, bias32, out, ldc, width,
+                          prefetch_next ? panel + depth * kWidth : nullptr);
+      break;
+    }
+    case WeightFormat::kBFloat16: {
+      const uint16_t* panel = weight.panels.data<uint16_t>() + p * depth * kWidth;
+      kernels.bf16_panel(x.bf16, x.m, depth, panel, bias32, out, ldc, width,
+                         prefetch_next ? panel + depth * kWidth : nullptr);
+      break;
+    }
+    case WeightFormat::kInt8: {
+      const int8_t* panel = weight.panels.data<int8_t>() + p * depth * kWidth;
+      const Int8PanelWeights w{panel, weight.column_sums.data<int32_t>() + col,
+                               weight.scales.f32() + col, bias32,
+                               prefetch_next ? panel + depth * kWidth : nullptr};
+      kernels.int8_panel(x.int8, x.int8_scales, x.m, depth, w, out, ldc, width);
+      break;
+    }
+  }
+  return width;
+}
+
 void PackedProduct(const Tensor& x, const PackedMatrix& weight, const Tensor& bias,
                    Activation activation, Tensor* y) {
   const int64_t m = x.dim(0);
-  const int64_t k = x.dim(1);
   const int64_t n = weight.rows;
-  const int64_t depth = weight.depth;
   y->Resize({m, n});
   if (m == 0) return;
-  const KernelSet& kernels = ActiveKernels();
-  const int64_t panels = weight.panels.dim(0);
   const float* b = bias.empty() ? nullptr : bias.f32();
   float* out = y->f32();
-
   // The operand rows in the format's form, made once for every panel.
-  const uint16_t* x_bf16 = nullptr;
-  const void* x_int8 = nullptr;
-  const float* x_scales = nullptr;
-  if (weight.format == WeightFormat::kBFloat16) x_bf16 = RoundRowsToBf16(x.f32(), m, k, depth);
-  if (weight.format == WeightFormat::kInt8) {
-    x_int8 = QuantizeRows(x.f32(), m, k, depth, kernels.int8_activations, &x_scales);
-  }
-
-  ThreadPool::Engine().ParallelFor(panels, [&](int64_t first, int64_t last) {
-    alignas(64) float bias32[kWidth];
+  const PanelOperands operands = ConvertOperands(x, weight);
+  ThreadPool::Engine().ParallelFor(weight.panels.dim(0), [&](int64_t first, int64_t last) {
     for (int64_t p = first; p < last; ++p) {
-      const int64_t col = p * kWidth;
-      const int width = static_cast<int>(std::min<int64_t>(kWidth, n - col));
-      std::fill(bias32, bias32 + kWidth, 0.0f);
-      if (b != nullptr) std::memcpy(bias32, b + col, width * sizeof(float));
-      const bool has_next = p + 1 < last;
-      float* dst = out + col;
-      switch (weight.format) {
-        case WeightFormat::kFloat32: {
-          const float* panel = weight.panels.f32() + p * depth * kWidth;
-          kernels.float_panel(x.f32(), m, k, panel, bias32, dst, n, width,
-                              has_next ? panel + depth * kWidth : nullptr);
-          break;
-        }
-        case WeightFormat::kBFloat16: {
-          const uint16_t* panel = weight.panels.data<uint16_t>() + p * depth * kWidth;
-          kernels.bf16_panel(x_bf16, m, depth, panel, bias32, dst, n, width,
-                             has_next ? panel + depth * kWidth : nullptr);
-          break;
-        }
-        case WeightFormat::kInt8: {
-          const int8_t* panel = weight.panels.data<int8_t>() + p * depth * kWidth;
-          const Int8PanelWeights w{panel, weight.column_sums.data<int32_t>() + col,
-                                   weight.scales.f32() + col, bias32,
-                                   has_next ? panel + depth * kWidth : nullptr};
-          kernels.int8_panel(x_int8, x_scales, m, depth, w, dst, n, width);
-          break;
-        }
-      }
+      float* dst = out + p * kWidth;
+      const int width = MultiplyPanel(operands, weight, b, p, p + 1 < last, dst, n);
       if (activation != Activation::kIdentity) {
         for (int64_t r = 0; r < m; ++r) ActivateSpan(activation, dst + r * n, width);
       }

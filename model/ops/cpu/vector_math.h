@@ -68,6 +68,21 @@ inline Floats16 FastExp16(Floats16 x) {
   return x < kExpMin ? Splat(0.0f) : (x > kExpMax ? Splat(INFINITY) : result);
 }
 
+// The largest of the lanes, by halves (a max is exact in any order).
+inline float HorizontalMax(Floats16 lanes) {
+  typedef float Floats8 __attribute__((vector_size(32)));
+  typedef float Floats4 __attribute__((vector_size(16)));
+  const Floats8 a8 = __builtin_shufflevector(lanes, lanes, 0, 1, 2, 3, 4, 5, 6, 7);
+  const Floats8 b8 = __builtin_shufflevector(lanes, lanes, 8, 9, 10, 11, 12, 13, 14, 15);
+  const Floats8 h8 = a8 > b8 ? a8 : b8;
+  const Floats4 a4 = __builtin_shufflevector(h8, h8, 0, 1, 2, 3);
+  const Floats4 b4 = __builtin_shufflevector(h8, h8, 4, 5, 6, 7);
+  const Floats4 h4 = a4 > b4 ? a4 : b4;
+  const float x = h4[0] > h4[2] ? h4[0] : h4[2];
+  const float y = h4[1] > h4[3] ? h4[1] : h4[3];
+  return x > y ? x : y;
+}
+
 // max(x[0..n)), -inf for n == 0.
 inline float MaxOf(const float* x, int64_t n) {
   Floats16 lanes = Splat(-INFINITY);
@@ -76,21 +91,9 @@ inline float MaxOf(const float* x, int64_t n) {
     const Floats16 v = LoadFloats16(x + i);
     lanes = v > lanes ? v : lanes;
   }
-  float m = -INFINITY;
-  for (int j = 0; j < kLanes; ++j) m = lanes[j] > m ? lanes[j] : m;
+  float m = HorizontalMax(lanes);
   for (; i < n; ++i) m = x[i] > m ? x[i] : m;
   return m;
-}
-
-// Σ exp(x[i] - shift): the softmax denominator.
-inline float SumExp(const float* x, int64_t n, float shift) {
-  Floats16 lanes = Splat(0.0f);
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) lanes += FastExp16(LoadFloats16(x + i) - shift);
-  float s = 0.0f;
-  for (int j = 0; j < kLanes; ++j) s += lanes[j];
-  for (; i < n; ++i) s += FastExp(x[i] - shift);
-  return s;
 }
 
 inline void StoreFloats16(float* p, Floats16 v) { std::memcpy(p, &v, sizeof(v)); }
@@ -115,6 +118,28 @@ inline float Dot(const float* a, const float* b, int64_t n) {
   for (; i + kLanes <= n; i += kLanes) lanes += LoadFloats16(a + i) * LoadFloats16(b + i);
   float s = HorizontalSum(lanes);
   for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// FastExp16 for x <= 0 (a softmax's shifted scores): neither the upper clamp nor the sign of
+// the rounding to test; the same results there.
+inline Floats16 FastExpNonPositive16(Floats16 x) {
+  const Floats16 c = x < kExpMin ? Splat(kExpMin) : x;
+  const Floats16 t = c * kLog2e;
+  const Ints16 ni = __builtin_convertvector(t - 0.5f, Ints16);
+  const Floats16 n = __builtin_convertvector(ni, Floats16);
+  const Floats16 r = (c - n * kLn2Hi) - n * kLn2Lo;
+  const Floats16 result = ExpOfReduced(r) * std::bit_cast<Floats16>((ni + 127) << 23);
+  return x < kExpMin ? Splat(0.0f) : result;
+}
+
+// Σ exp(x[i] - shift) for x[i] <= shift: the softmax denominator.
+inline float SumExp(const float* x, int64_t n, float shift) {
+  Floats16 lanes = Splat(0.0f);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) lanes += FastExpNonPositive16(LoadFloats16(x + i) - shift);
+  float s = HorizontalSum(lanes);
+  for (; i < n; ++i) s += FastExp(x[i] - shift);
   return s;
 }
 
