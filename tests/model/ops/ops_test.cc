@@ -159,6 +159,21 @@ TEST(VectorMath, MaxAndSumOfExpOverRaggedLengths) {
   }
 }
 
+TEST(VectorMath, ExpOfNonPositiveScoresGivesTheGeneralFormsBits) {
+  std::mt19937 rng(8);
+  // A softmax's shifted scores, down past the clamp.
+  const auto shifted = testing::RandomFloats(4096, rng, 100.0f);
+  for (size_t i = 0; i < shifted.size(); i += ops::cpu::kLanes) {
+    ops::cpu::Floats16 x = ops::cpu::LoadFloats16(shifted.data() + i);
+    x = x > 0.0f ? -x : x;
+    const ops::cpu::Floats16 want = ops::cpu::FastExp16(x);
+    const ops::cpu::Floats16 got = ops::cpu::FastExpNonPositive16(x);
+    for (int j = 0; j < ops::cpu::kLanes; ++j) ASSERT_EQ(got[j], want[j]) << x[j];
+  }
+  EXPECT_EQ(ops::cpu::FastExpNonPositive16(ops::cpu::Splat(-INFINITY))[0], 0.0f);
+  EXPECT_EQ(ops::cpu::FastExpNonPositive16(ops::cpu::Splat(0.0f))[0], 1.0f);
+}
+
 TEST(AddLayerNorm, MatchesNaiveAndMayWriteInPlace) {
   std::mt19937 rng(3);
   const Tensor x = RandomTensor({6, 48}, rng, 3.0f);
