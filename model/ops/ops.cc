@@ -207,7 +207,7 @@ void LinearTopKCandidates(const Tensor& x, const Tensor& weight, const Tensor& b
                           std::vector<std::vector<TokenScore>>* candidates) {
   const bool chunk_ranked = x.device() == Device::kCpu && packed != nullptr && !packed->empty() &&
                             std::all_of(rules.begin(), rules.end(), [](const CandidateRule& rule) {
-                              return rule.k <= kMaxChunkRankedK;
+                              return rule.force_eos || rule.k <= kMaxChunkRankedK;
                             });
   if (!chunk_ranked) {
     Linear(x, weight, bias, Activation::kIdentity, logits, packed);

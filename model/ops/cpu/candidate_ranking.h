@@ -2,7 +2,7 @@
 // (top_k_cpu.cc from stored logits, packed_top_k_cpu.cc straight from the output projection),
 // so that both give the same bits: the k best tokens kept in a small sorted list, and the
 // softmax normaliser gathered over fixed chunks of the vocabulary, then combined in order. Both
-// files are compiled alike (-ffp-contract=off, model/ops/CMakeLists.txt).
+// files are compiled with transerve_ops' one set of flags (model/ops/CMakeLists.txt).
 #pragma once
 
 #include <algorithm>
