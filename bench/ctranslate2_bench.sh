@@ -33,7 +33,8 @@ fi
 rm -rf "$out/run"
 $PY "$kit/compare.py" --transerve_bench build/bin/transerve-engine-bench --model_dir "$model" \
   --workdir "$work" --rounds "$rounds" --out "$out/run" \
-  --transerve_args= --transerve_args="--dtype=bfloat16" --transerve_args="--dtype=int8" \
+  --transerve_args="--dtype=float32" --transerve_args="--dtype=bfloat16" \
+  --transerve_args="--dtype=int8" \
   --transerve_args="--dtype=bfloat16 --threads=1 --replicas=2" \
   --transerve_args="--dtype=int8 --threads=1 --replicas=2"
 cp "$out/run/summary.md" "$out/run/summary.json" "$out/"

@@ -38,8 +38,9 @@ ABSL_FLAG(int, target_length, 32, "Forced number of generated tokens (EOS includ
 ABSL_FLAG(int, repeats, 3, "Timed runs per configuration (the median is reported)");
 ABSL_FLAG(std::string, device, "cpu", "cpu, cuda or auto");
 ABSL_FLAG(std::string, dtype, "auto",
-          "Weights: auto (float16 on a GPU, float32 on the CPU), float32, float16 (GPU), "
-          "bfloat16 or int8 (CPU)");
+          "Weights: auto (float16 on a GPU; on the CPU int8 if the model passes a quality check "
+          "against float32 at load, else bfloat16 where avx512_bf16 runs it and it passes, else "
+          "float32), float32, float16 (GPU), bfloat16 or int8 (CPU; explicit ones unchecked)");
 ABSL_FLAG(std::string, cpu_isa, "",
           "Lower the CPU kernels' instruction-set level: avx2, avx512, avx512_vnni or "
           "avx512_bf16 (empty: the highest this CPU has)");
@@ -157,7 +158,9 @@ int Run() {
   topts.num_threads = absl::GetFlag(FLAGS_threads);
   topts.with_tokenizer = false;
   const double peak = absl::GetFlag(FLAGS_device) == "cuda" ? 0 : MeasureSgemmPeakInChild(2048);
+  const auto load_start = Clock::now();
   auto translator = Translator::Create(topts);
+  const double load_seconds = Seconds(load_start);  // dtype=auto's quality check included
   if (!translator.ok()) {
     std::cerr << translator.status() << "\n";
     return 1;
@@ -175,6 +178,7 @@ int Run() {
     replicas.push_back(*std::move(r));
   }
   const int64_t loaded_rss = StatusBytes("VmRSS");
+  const int64_t load_peak_rss = PeakRssBytes();  // the load's own peak, before any step
   std::vector<int> batches;
   for (auto part : absl::StrSplit(absl::GetFlag(FLAGS_batch_sizes), ',')) {
     int b;
@@ -279,15 +283,21 @@ int Run() {
         "%.1f GFLOP/s = %.0f%% of peak; peak RSS %.0f MB\n",
         ops::GetNumThreads(), peak, max_batch, encoder_gflops, 100 * encoder_gflops / peak,
         PeakRssBytes() / 1e6);
-    std::printf("loaded (%s): resident %.1f MB, of which weights %.1f MB\n", t.dtype().c_str(),
-                loaded_rss / 1e6, t.WeightBytes() / 1e6);
+    std::printf(
+        "loaded (%s) in %.2f s: resident %.1f MB, of which weights %.1f MB; peak while loading "
+        "%.1f MB\n",
+        t.dtype().c_str(), load_seconds, loaded_rss / 1e6, t.WeightBytes() / 1e6,
+        load_peak_rss / 1e6);
   }
-  std::printf("%s\n", device.c_str());
+  std::printf("%s\ndtype %s\n", device.c_str(), t.dtype_choice().c_str());
   const std::string json_path = absl::GetFlag(FLAGS_json);
   if (!json_path.empty()) {
     nlohmann::json out{{"engine", "transerve"},
                        {"device", std::string(DeviceName(t.device()))},
                        {"dtype", t.dtype()},
+                       {"dtype_choice", t.dtype_choice()},
+                       {"load_seconds", load_seconds},
+                       {"load_peak_rss_bytes", load_peak_rss},
                        {"device_detail", device},
                        {"blas", ops::BlasDescription()},
                        {"threads", ops::GetNumThreads()},

@@ -46,7 +46,7 @@ for round in $(seq 1 "$rounds"); do
       tag="${batch}_${search}_${round}"
       echo "round $round: batch $batch $search"
       build/bin/transerve-engine-bench --model_dir="$model" --sources_file="$sources" \
-        --batch_sizes="$batch" --searches="$search" --target_length=32 --repeats=1 \
+        --dtype=float32 --batch_sizes="$batch" --searches="$search" --target_length=32 --repeats=1 \
         --json="$out/transerve_$tag.json" | tail -n +2 | head -1
       $PY bench/reference_bench.py --model_dir "$model" --source_ids_file "$sources" \
         --batch_sizes "$batch" --search "$search" --target_length 32 --repeats 1 \

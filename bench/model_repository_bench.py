@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The model repository (issue 19, docs/model-repository.md): cold loads, many models under a
-loaded-model limit, reloads under load.
+loaded-model limit, reloads under load, cold loads side by side.
 
   python3 bench/model_repository_bench.py [--runs 5] [--duration 60] [--callers 16]
+      [--model_load_threads 2] [--parts cold,zipf,reload,burst] [--results FILE]
 
 (i) Cold load: the first Translate's latency on a fresh server (--model_repository holding the
     one model, no --preload), median of --runs servers, for the shipped models/en-de-small and
@@ -19,14 +20,23 @@ loaded-model limit, reloads under load.
     (s = --zipf_s, seeded; m00 the most popular). Calls/s, p50/p99 latency, and the hit rate:
     the share of calls that did not make the server load a model (1 - loads / calls, the loads
     counted by transerve_model_loads_total over the same window).
+    Loader busy: the loads' seconds (transerve_model_load_seconds_sum) over the window's, so up
+    to --model_load_threads (100% = one loader busy all the time); the mean load beside it.
 (iii) Ten Admin reloads (transerve-client --admin=reload) of one model while --callers callers
     load it; every call must answer OK.
+(iv) Cold burst: a fresh server over --burst_models copies of the shipped model, one first
+    request to each sent together (greedy, max_length 8, as in (i)); each one's latency and the
+    time until the last answered, median of --runs servers. With one loader thread the loads
+    queue; with more they run side by side.
+
+Every server gets --model_load_threads (docs/model-repository.md).
 
 Calls go through the HTTP front end (POST /v1/translate, the native API: one JSON body names the
 model per call, which a Zipf mix needs and transerve-loadgen's one --model cannot do; Debian has
 no Python gRPC here). The model's default decoding; texts from deploy/loadgen/sentences.en.
-Prints tables and writes bench/results/model_repository.json. Binaries from build/bin (--bin).
-Needs the full setup (scripts/setup.sh: python3-torch for the random model).
+Prints tables and writes bench/results/model_repository.json (or --results): the parts run.
+Binaries from build/bin (--bin). Part (i) needs the full setup (scripts/setup.sh: python3-torch
+for the random model).
 """
 
 from __future__ import annotations
@@ -77,7 +87,8 @@ class Server:
             [os.path.join(args.bin, "transerve-server"), f"--model_repository={repository}",
              "--host=127.0.0.1", f"--port={self.port}", f"--http_port={self.http}",
              f"--metrics_port={self.metrics}", f"--admin_token={ADMIN_TOKEN}",
-             "--max_queue_wait=120s", "--log_level=warn", *flags],
+             "--max_queue_wait=120s", "--log_level=warn",
+             f"--model_load_threads={args.model_load_threads}", *flags],
             stdout=self.log, stderr=self.log)
         # Up (/healthz), then ready (/readyz: preloads done, the repository scanned); a server
         # that stays unready with nothing loaded is measured from then on anyway.
@@ -296,6 +307,8 @@ def zipf_mix(args, work, texts):
             "loads": loads, "hit_rate": 1 - loads / max(1, len(calls)),
             "p50_seconds": percentile(ok, 0.5), "p99_seconds": percentile(ok, 0.99),
             "load_seconds": load_seconds, "loader_busy_share": load_seconds / elapsed,
+            "model_load_threads": args.model_load_threads,
+            "mean_load_seconds": load_seconds / max(1, loads),
             "process_rss_max_bytes": max(rss, default=0), "model_resident_bytes": one_model,
             "calls_per_model": per_model}
 
@@ -332,6 +345,47 @@ def reloads_under_load(args, work, texts):
             "p99_seconds": percentile([t for _, s, t in calls if s == 200], 0.99)}
 
 
+def cold_burst(args, work, texts):
+    """(iv): first requests to --burst_models cold models at once, on --runs fresh servers."""
+    names = [f"b{i:02d}" for i in range(args.burst_models)]
+    latencies, lasts, overlapped = [], [], []
+    for run in range(args.runs):
+        repository = os.path.join(work, f"burst_{run}")
+        for n in names:
+            shutil.copytree(SHIPPED, os.path.join(repository, n))
+        server = Server(args, repository, work, f"burst_{run}")
+        try:
+            callers = [Caller(server) for _ in names]
+            answers = [None] * len(names)
+            barrier = threading.Barrier(len(names))
+
+            def first(i):
+                barrier.wait()
+                answers[i] = callers[i].translate(names[i], texts[i % len(texts)], COLD_OPTIONS)
+
+            started = time.monotonic()
+            threads = [threading.Thread(target=first, args=(i,)) for i in range(len(names))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            lasts.append(time.monotonic() - started)
+            if any(status != 200 for status, _ in answers):
+                raise SystemExit(f"model_repository_bench: a cold burst request answered "
+                                 f"{[status for status, _ in answers]}")
+            latencies.extend(took for _, took in answers)
+            # Loads' seconds beyond the burst's wall time: they ran side by side.
+            overlapped.append(server.metric_sum("transerve_model_load_seconds_sum") / lasts[-1])
+        finally:
+            server.stop()
+            shutil.rmtree(repository)
+    return {"models": len(names), "runs": args.runs, "model_load_threads": args.model_load_threads,
+            "first_request_p50_seconds": statistics.median(latencies),
+            "first_request_max_seconds": max(latencies),
+            "all_answered_seconds": statistics.median(lasts),
+            "load_seconds_per_wall_second": statistics.median(overlapped)}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--bin", default=os.path.join(REPO, "build", "bin"))
@@ -343,53 +397,91 @@ def main(argv=None):
     p.add_argument("--max_loaded", type=int, default=4)
     p.add_argument("--zipf_s", type=float, default=1.1)
     p.add_argument("--reloads", type=int, default=10)
+    p.add_argument("--model_load_threads", type=int, default=2,
+                   help="the servers' --model_load_threads (1: one load at a time)")
+    p.add_argument("--burst_models", type=int, default=4, help="cold models of the burst (iv)")
+    p.add_argument("--parts", default="cold,zipf,reload,burst",
+                   help="comma list of the parts to run: cold (i), zipf (ii), reload (iii), "
+                        "burst (iv)")
+    p.add_argument("--results", default=RESULTS, help="where the JSON goes")
     p.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     args = p.parse_args(argv)
+    parts = set(args.parts.split(","))
+    if not parts <= {"cold", "zipf", "reload", "burst"}:
+        p.error(f"--parts: unknown part in {args.parts}")
     with open(args.input, encoding="utf-8") as f:
         texts = [line.strip() for line in f if line.strip()]
     work = tempfile.mkdtemp(prefix="transerve_model_repository_bench_")
+    cold = mix = reload = burst = None
     try:
-        opus = make_opus_shaped_model(work)
-        cold = {"en-de-small": cold_load(args, work, "shipped", SHIPPED, texts),
-                "opus-mt-en-de shape (random, vocab 58101)": cold_load(args, work, "opus", opus,
-                                                                       texts)}
-        mix = zipf_mix(args, work, texts)
-        reload = reloads_under_load(args, work, texts)
+        if "cold" in parts:
+            opus = make_opus_shaped_model(work)
+            cold = {"en-de-small": cold_load(args, work, "shipped", SHIPPED, texts),
+                    "opus-mt-en-de shape (random, vocab 58101)": cold_load(args, work, "opus",
+                                                                           opus, texts)}
+        if "zipf" in parts:
+            mix = zipf_mix(args, work, texts)
+        if "reload" in parts:
+            reload = reloads_under_load(args, work, texts)
+        if "burst" in parts:
+            burst = cold_burst(args, work, texts)
     finally:
         if args.keep:
             print(f"work directory: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
 
-    print(f"(i) Cold load: the first Translate on a fresh server, median of {args.runs}")
-    print("| model | files | first request | server's load | warm request |")
-    print("| --- | --- | --- | --- | --- |")
-    for name, c in cold.items():
-        print(f"| {name} | {c['files_mb']:.1f} MB | {1000 * c['first_request_seconds']:.0f} ms | "
-              f"{1000 * c['server_load_seconds']:.0f} ms | "
-              f"{1000 * c['warm_request_seconds']:.1f} ms |")
-    print(f"\n(ii) {mix['models']} models, --max_loaded_models={mix['max_loaded_models']}, Zipf "
-          f"s={mix['zipf_s']}, {mix['callers']} closed-loop callers, {mix['seconds']:.0f} s")
-    print("| calls/s | hit rate | loads | loader busy | p50 | p99 | failed | process RSS at most "
-          "| one model |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    print(f"| {mix['calls_per_second']:.1f} | {100 * mix['hit_rate']:.1f}% | {mix['loads']:.0f} | "
-          f"{100 * mix['loader_busy_share']:.0f}% | "
-          f"{1000 * mix['p50_seconds']:.1f} ms | {1000 * mix['p99_seconds']:.1f} ms | "
-          f"{mix['failed']} | {mix['process_rss_max_bytes'] / 2**20:.0f} MB | "
-          f"{mix['model_resident_bytes'] / 2**20:.0f} MB |")
-    print(f"\n(iii) {reload['reloads']} Admin reloads under {args.callers} callers")
-    print("| reloads failed | median reload | calls | failed calls | p99 |")
-    print("| --- | --- | --- | --- | --- |")
-    print(f"| {reload['reloads_failed']} | {reload['reload_seconds_median']:.2f} s | "
-          f"{reload['calls']} | {reload['failed_calls']} | {1000 * reload['p99_seconds']:.1f} ms |")
+    print(f"--model_load_threads={args.model_load_threads}")
+    if cold:
+        print(f"\n(i) Cold load: the first Translate on a fresh server, median of {args.runs}")
+        print("| model | files | first request | server's load | warm request |")
+        print("| --- | --- | --- | --- | --- |")
+        for name, c in cold.items():
+            print(f"| {name} | {c['files_mb']:.1f} MB | {1000 * c['first_request_seconds']:.0f} ms "
+                  f"| {1000 * c['server_load_seconds']:.0f} ms | "
+                  f"{1000 * c['warm_request_seconds']:.1f} ms |")
+    if mix:
+        print(f"\n(ii) {mix['models']} models, --max_loaded_models={mix['max_loaded_models']}, "
+              f"Zipf s={mix['zipf_s']}, {mix['callers']} closed-loop callers, "
+              f"{mix['seconds']:.0f} s")
+        print("| calls/s | hit rate | loads | loader busy | mean load | p50 | p99 | failed "
+              "| process RSS at most | one model |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        print(f"| {mix['calls_per_second']:.1f} | {100 * mix['hit_rate']:.1f}% | "
+              f"{mix['loads']:.0f} | {100 * mix['loader_busy_share']:.0f}% | "
+              f"{1000 * mix['mean_load_seconds']:.0f} ms | "
+              f"{1000 * mix['p50_seconds']:.1f} ms | {1000 * mix['p99_seconds']:.1f} ms | "
+              f"{mix['failed']} | {mix['process_rss_max_bytes'] / 2**20:.0f} MB | "
+              f"{mix['model_resident_bytes'] / 2**20:.0f} MB |")
+    if reload:
+        print(f"\n(iii) {reload['reloads']} Admin reloads under {args.callers} callers")
+        print("| reloads failed | median reload | calls | failed calls | p99 |")
+        print("| --- | --- | --- | --- | --- |")
+        print(f"| {reload['reloads_failed']} | {reload['reload_seconds_median']:.2f} s | "
+              f"{reload['calls']} | {reload['failed_calls']} | "
+              f"{1000 * reload['p99_seconds']:.1f} ms |")
+    if burst:
+        print(f"\n(iv) {burst['models']} cold models asked at once, median of {burst['runs']}")
+        print("| first request p50 | first request max | all answered | load s per wall s |")
+        print("| --- | --- | --- | --- |")
+        print(f"| {1000 * burst['first_request_p50_seconds']:.0f} ms | "
+              f"{1000 * burst['first_request_max_seconds']:.0f} ms | "
+              f"{1000 * burst['all_answered_seconds']:.0f} ms | "
+              f"{burst['load_seconds_per_wall_second']:.2f} |")
 
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w", encoding="utf-8") as f:
-        json.dump({"cold_load": cold, "zipf_mix": mix, "reloads_under_load": reload}, f, indent=2)
+    results = {"model_load_threads": args.model_load_threads}
+    for key, part in (("cold_load", cold), ("zipf_mix", mix), ("reloads_under_load", reload),
+                      ("cold_burst", burst)):
+        if part is not None:
+            results[key] = part
+    os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
+    with open(args.results, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2)
         f.write("\n")
-    print(f"\nwrote {os.path.relpath(RESULTS, REPO)}")
-    return 1 if reload["failed_calls"] or reload["reloads_failed"] or mix["failed"] else 0
+    print(f"\nwrote {os.path.relpath(args.results, REPO)}")
+    failed = (reload and (reload["failed_calls"] or reload["reloads_failed"])) or (
+        mix and mix["failed"])
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@
 ABSL_FLAG(std::string, model_dir, "", "Marian checkpoint directory (Hugging Face layout)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
 ABSL_FLAG(std::string, dtype, "auto",
-          "Weights: auto (float16 on a GPU, float32 on the CPU), float32, float16 (GPU), "
-          "bfloat16 or int8 (CPU)");
+          "Weights: auto (float16 on a GPU; on the CPU int8 if the model passes a quality check "
+          "against float32 at load, else bfloat16 where avx512_bf16 runs it and it passes, else "
+          "float32), float32, float16 (GPU), bfloat16 or int8 (CPU; explicit ones unchecked)");
 ABSL_FLAG(std::string, cpu_isa, "",
           "Lower the CPU kernels' instruction-set level: avx2, avx512, avx512_vnni or "
           "avx512_bf16 (empty: the highest this CPU has)");

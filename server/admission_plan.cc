@@ -54,6 +54,16 @@ AdmissionPlan PlanAdmission(const AdmissionState& state, const AdmissionPolicy& 
   return plan;
 }
 
+bool IsSmallRequest(const AdmissionPolicy& policy, int64_t rows) {
+  return policy.max_request_live > 0 && rows <= policy.max_request_live;
+}
+
+int64_t RequestLiveLimit(const AdmissionPolicy& policy, bool small_requests_about) {
+  const int64_t batch = std::max(1, policy.max_batch_sequences);
+  if (!small_requests_about || policy.max_request_live <= 0) return batch;
+  return std::min<int64_t>(policy.max_request_live, batch);
+}
+
 std::optional<size_t> PlanPreemption(size_t live_sentences) {
   if (live_sentences < 2) return std::nullopt;
   return live_sentences - 1;

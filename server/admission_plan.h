@@ -27,6 +27,16 @@ struct AdmissionPolicy {
   // spends far more on encoding than a group does. 1: admit whatever is queued every step.
   int admission_group = 1;
   int max_admission_wait_steps = 4;
+  // Rows, not sentences: a beam-4 sentence is 4 decoder rows. While a small request (one of at
+  // most this many rows: an interactive call) has sentences queued or live, or had within the
+  // last small_request_memory_seconds, a larger one holds at most this many live rows, and
+  // always one sentence (0: no bound). Every live row makes each decoder step slower for
+  // everybody in the batch, so a large document must not fill the batch while callers wait on
+  // its steps; the memory keeps it from refilling the batch in every short gap between calls,
+  // which the next call would then wait on. Alone, or beside other large requests (which share
+  // the batch in turns), it may fill it (docs/server.md, "Large documents").
+  int max_request_live = 4;
+  double small_request_memory_seconds = 1.0;
 };
 
 // A sentence waiting in the queue.
@@ -68,6 +78,14 @@ struct AdmissionPlan {
 // overtaken forever. The first sentence is always admissible when nothing is live (one longer
 // than max_batch_tokens, or than the pool's room, then runs alone), so nothing waits forever.
 AdmissionPlan PlanAdmission(const AdmissionState& state, const AdmissionPolicy& policy);
+
+// Whether a request of `rows` decoder rows (its sentences' beams) is small
+// (AdmissionPolicy::max_request_live).
+bool IsSmallRequest(const AdmissionPolicy& policy, int64_t rows);
+// The most live rows one large request may hold now: AdmissionPolicy::max_request_live while
+// small requests are about (`small_requests_about`: one has work, or had within the policy's
+// memory), else max_batch_sequences. (A small request never holds more than the bound anyway.)
+int64_t RequestLiveLimit(const AdmissionPolicy& policy, bool small_requests_about);
 
 // The live sentence (an index in admission order) to send back to the queue when a step finds
 // the KV pool full: the newest, so the oldest keep their progress and the loop always moves.

@@ -98,7 +98,8 @@ ServerMetrics::ServerMetrics()
   f.kv_cache_bytes = gauge("transerve_kv_cache_bytes", "KV cache memory in use, in bytes");
   f.kv_cache_capacity = gauge("transerve_kv_cache_capacity_bytes",
                               "KV cache pool size (--kv_cache_mb), in bytes; 0 = unbounded");
-  f.model_info = gauge("transerve_model_info", "Served models (value 1), with device and dtype");
+  f.model_info =
+      gauge("transerve_model_info", "Served models (value 1), with device, dtype and replicas");
 }
 
 ServerMetrics::~ServerMetrics() = default;
@@ -118,7 +119,7 @@ int ServerMetrics::Expose(const std::string& address) {
 
 std::unique_ptr<ServerMetrics::ModelMetrics> ServerMetrics::AddModel(
     const std::string& model, const std::string& device, const std::string& dtype,
-    const std::string& architecture, int64_t kv_cache_capacity_bytes) {
+    const std::string& architecture, int64_t kv_cache_capacity_bytes, int replicas) {
   Families& f = *families_;
   const prometheus::Labels l{{"model", model}};
   auto m = std::make_unique<ModelMetrics>();
@@ -141,8 +142,11 @@ std::unique_ptr<ServerMetrics::ModelMetrics> ServerMetrics::AddModel(
   m->kv_cache_bytes_ = &f.kv_cache_bytes->Add(l);
   f.kv_cache_capacity->Add(l).Set(static_cast<double>(kv_cache_capacity_bytes));
   f.model_info
-      ->Add(
-          {{"model", model}, {"device", device}, {"dtype", dtype}, {"architecture", architecture}})
+      ->Add({{"model", model},
+             {"device", device},
+             {"dtype", dtype},
+             {"architecture", architecture},
+             {"replicas", std::to_string(replicas)}})
       .Set(1);
   return m;
 }

@@ -39,7 +39,7 @@ class ServerMetrics {
   // must outlive the scheduler it observes.
   std::unique_ptr<ModelMetrics> AddModel(const std::string& model, const std::string& device,
                                          const std::string& dtype, const std::string& architecture,
-                                         int64_t kv_cache_capacity_bytes);
+                                         int64_t kv_cache_capacity_bytes, int replicas = 1);
 
   // One finished RPC; `protocol` is the front end it came through ("grpc", "http").
   void RecordRequest(const std::string& method, const std::string& code, const std::string& model,

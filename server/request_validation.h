@@ -21,7 +21,7 @@ namespace transerve {
 struct RequestLimits {
   int max_texts = 64;             // texts per request
   int max_text_chars = 100000;    // Unicode characters per text (a document)
-  int max_sentences = 1024;       // segments per request, all texts together
+  int max_sentences = 4096;       // segments per request, all texts together
   int max_source_tokens = 512;    // per segment, after tokenization, EOS included
   int max_protected_terms = 256;  // DocumentOptions.protected_terms
   int max_beam_size = 8;

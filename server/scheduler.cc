@@ -12,8 +12,21 @@
 
 namespace transerve {
 
+struct Scheduler::Flow {
+  TurnQueue<std::unique_ptr<Entry>>::Flow turns;
+  bool small = false;  // IsSmallRequest
+  int64_t queued = 0;
+  int64_t live = 0;
+  int64_t live_rows = 0;  // its live sentences' beams
+  int64_t in_view = 0;    // Admit's count of its rows in the plan's view
+  // Submit, or the latest admission or finish of one of its sentences: the queue's time budget
+  // runs from here.
+  absl::Time last_progress;
+};
+
 struct Scheduler::Entry {
   SentenceJob job;
+  std::shared_ptr<Flow> flow;  // shared by the jobs of one Submit
   absl::Time submitted;
   int64_t queued_at_step = 0;  // the loop's step count when it took the entry
   // Steps whose progress was already reported before a preemption: the restarted search
@@ -121,6 +134,11 @@ absl::Status Scheduler::Submit(std::vector<SentenceJob> jobs) {
                                                      options_.max_queue, " sentences queued, ",
                                                      jobs.size(), " more asked)"));
   }
+  auto flow = std::make_shared<Flow>();
+  int64_t rows = 0;
+  for (const SentenceJob& job : jobs) rows += std::max(1, job.options.beam_size);
+  flow->small = IsSmallRequest(options_.admission, rows);
+  flow->last_progress = now;
   for (SentenceJob& job : jobs) {
     // The loop sees only guarded callbacks, so that Shutdown can answer for a stuck loop.
     const bool has_progress = static_cast<bool>(job.on_progress);
@@ -136,6 +154,7 @@ absl::Status Scheduler::Submit(std::vector<SentenceJob> jobs) {
     unanswered_.emplace(guard.get(), guard);
     auto entry = std::make_unique<Entry>();
     entry->job = std::move(job);
+    entry->flow = flow;
     entry->submitted = now;
     incoming_.push_back(std::move(entry));
   }
@@ -221,7 +240,9 @@ void Scheduler::Loop() {
       }
       for (auto& entry : incoming_) {
         entry->queued_at_step = steps_;
-        backlog_.push_back(std::move(entry));
+        Flow& flow = *entry->flow;
+        CountFlow(flow, 1, 0);
+        backlog_.Push(flow.turns, std::move(entry));
       }
       incoming_.clear();
       backlog_size_ = static_cast<int64_t>(backlog_.size());
@@ -267,19 +288,22 @@ void Scheduler::AnswerLeavers(absl::Time now) {
   // Queued jobs: answered without ever being encoded (past their deadline, cancelled, or past
   // the queue's time budget).
   for (auto it = backlog_.begin(); it != backlog_.end();) {
-    absl::Status reason = LeaveReason((*it)->job, now);
-    if (reason.ok() && !(*it)->queue_wait_seen &&
-        now - (*it)->submitted > options_.max_queue_wait) {
+    const Entry& queued = *it->second;
+    absl::Status reason = LeaveReason(queued.job, now);
+    if (reason.ok() && !queued.queue_wait_seen &&
+        now - queued.flow->last_progress > options_.max_queue_wait) {
       reason = absl::ResourceExhaustedError(absl::StrCat(
-          "overloaded: the sentence waited ", absl::FormatDuration(now - (*it)->submitted),
-          " in the queue (budget ", absl::FormatDuration(options_.max_queue_wait), ")"));
+          "overloaded: the request waited ", absl::FormatDuration(now - queued.flow->last_progress),
+          " in the queue without progress (budget ", absl::FormatDuration(options_.max_queue_wait),
+          ")"));
     }
     if (reason.ok()) {
       ++it;
       continue;
     }
-    std::unique_ptr<Entry> entry = std::move(*it);
-    it = backlog_.erase(it);
+    std::unique_ptr<Entry> entry = std::move(it->second);
+    it = backlog_.Erase(it);
+    CountFlow(*entry->flow, -1, 0);
     Answer(entry->job, std::move(reason));
   }
   // Live ones: the search is destroyed first, so its KV blocks are back in the pool by the
@@ -302,16 +326,36 @@ int64_t Scheduler::KvCapacityBlocks() const {
 void Scheduler::Admit(absl::Time now) {
   if (backlog_.empty()) return;
   // Runs between every two decoder steps: the plan sees only the front of the queue it may
-  // admit from, however deep the queue (up to --max_queue under overload).
+  // admit from, however deep the queue (up to --max_queue under overload), less the sentences
+  // of requests that hold their share of the batch already. Turns interleave the requests, so
+  // every request's next sentence sits near the front; the scan is bounded all the same.
   const size_t readable = std::min(
       backlog_.size(), static_cast<size_t>(std::max(1, options_.admission.max_batch_sequences)));
+  const size_t scan_bound = 8 * readable + 256;
+  if (small_requests_with_work_ > 0) small_work_seen_ = now;
+  const bool small_about =
+      now - small_work_seen_ <=
+      absl::Seconds(std::max(0.0, options_.admission.small_request_memory_seconds));
+  const int64_t request_limit = RequestLiveLimit(options_.admission, small_about);
+  view_scratch_.clear();
   queue_scratch_.clear();
-  for (size_t i = 0; i < readable; ++i) {
-    const Entry& entry = *backlog_[i];
+  size_t scanned = 0;
+  for (auto it = backlog_.begin();
+       it != backlog_.end() && view_scratch_.size() < readable && scanned < scan_bound;
+       ++it, ++scanned) {
+    const Entry& entry = *it->second;
+    Flow& flow = *entry.flow;
+    const int64_t rows = std::max(1, entry.job.options.beam_size);
+    const int64_t held = flow.live_rows + flow.in_view;
+    if (held > 0 && held + rows > request_limit) continue;
+    flow.in_view += rows;
+    view_scratch_.push_back(it);
     queue_scratch_.push_back({.source_tokens = static_cast<int64_t>(entry.job.source_ids.size()),
                               .headroom_blocks = translator_->KvHeadroomBlocks(entry.job.options),
                               .queued_at_step = entry.queued_at_step});
   }
+  for (const auto& it : view_scratch_) it->second->flow->in_view = 0;
+  if (queue_scratch_.empty()) return;
   live_headroom_scratch_.clear();
   for (const Active& a : live_) {
     live_headroom_scratch_.push_back(translator_->KvHeadroomBlocks(a.entry->job.options));
@@ -326,10 +370,7 @@ void Scheduler::Admit(absl::Time now) {
   if (plan.admit == 0) return;
   std::vector<std::unique_ptr<Entry>> batch;
   batch.reserve(static_cast<size_t>(plan.admit));
-  for (int64_t i = 0; i < plan.admit; ++i) {
-    batch.push_back(std::move(backlog_.front()));
-    backlog_.pop_front();
-  }
+  for (int64_t i = 0; i < plan.admit; ++i) batch.push_back(backlog_.Take(view_scratch_[i]));
   EncodeAndStart(std::move(batch), now);
 }
 
@@ -371,12 +412,18 @@ void Scheduler::EncodeAndStart(std::vector<std::unique_ptr<Entry>> batch, absl::
                       padded > 0 ? 1.0 - static_cast<double>(tokens) / padded : 0.0,
                       Seconds(absl::Now() - encode_start));
   }
+  const absl::Time admitted = absl::Now();
   for (size_t i = 0; i < batch.size(); ++i) {
     std::unique_ptr<Entry>& entry = batch[i];
+    Flow& flow = *entry->flow;
     if (!per_source[i].ok()) {
+      CountFlow(flow, -1, 0);
       Answer(entry->job, per_source[i].status());
       continue;
     }
+    CountFlow(flow, -1, 1);
+    flow.live_rows += std::max(1, entry->job.options.beam_size);
+    flow.last_progress = admitted;
     if (!entry->queue_wait_seen) {
       entry->queue_wait_seen = true;
       if (observer != nullptr) observer->OnQueueWait(Seconds(now - entry->submitted));
@@ -393,7 +440,9 @@ void Scheduler::Preempt(size_t index) {
   live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(index));
   preempted.search.reset();  // blocks back to the pool now
   preempted.entry->reported_steps = std::max(preempted.entry->reported_steps, preempted.steps);
-  backlog_.push_front(std::move(preempted.entry));
+  CountFlow(*preempted.entry->flow, 1, -1);
+  preempted.entry->flow->live_rows -= std::max(1, preempted.entry->job.options.beam_size);
+  backlog_.PushFront(std::move(preempted.entry));
   kv_pressure_ = true;
   ++preemptions_;
 }
@@ -464,14 +513,30 @@ void Scheduler::Retire(size_t index, absl::StatusOr<SearchResult> result) {
   live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(index));
   leaving.search.reset();  // blocks back to the pool before the caller hears
   kv_pressure_ = false;
+  Flow& flow = *leaving.entry->flow;
+  CountFlow(flow, 0, -1);
+  flow.live_rows -= std::max(1, leaving.entry->job.options.beam_size);
+  flow.last_progress = absl::Now();
   Answer(leaving.entry->job, std::move(result));
 }
 
 void Scheduler::AnswerEverything(const absl::Status& status) {
   while (!live_.empty()) Retire(0, status);
-  std::deque<std::unique_ptr<Entry>> backlog = std::move(backlog_);
-  backlog_.clear();
-  for (auto& entry : backlog) Answer(entry->job, status);
+  while (!backlog_.empty()) {
+    std::unique_ptr<Entry> entry = backlog_.Take(backlog_.begin());
+    CountFlow(*entry->flow, -1, 0);
+    Answer(entry->job, status);
+  }
+}
+
+void Scheduler::CountFlow(Flow& flow, int64_t queued, int64_t live) {
+  const bool had_work = flow.queued + flow.live > 0;
+  flow.queued += queued;
+  flow.live += live;
+  const bool has_work = flow.queued + flow.live > 0;
+  if (flow.small) {
+    small_requests_with_work_ += static_cast<int64_t>(has_work) - static_cast<int64_t>(had_work);
+  }
 }
 
 void Scheduler::FailForGood(const absl::Status& status) {

@@ -2,12 +2,21 @@
 // thread-safe) on one loop thread and turns sentences submitted from many threads into batched
 // encoder calls and batched decoder steps (docs/architecture.md section 4).
 //
-// Continuous mode: between two decoder steps the loop admits queued sentences (FIFO, encoded
-// together longest first, bounded by max_batch_tokens, by max_batch_sequences minus the live
-// ones, and by room in the KV cache), runs ONE Translator::Step over every live search, retires
-// finished sentences at once and reports progress for the others. Static mode forms a batch the
-// same way but only when nothing is live, and decodes it to the end. Outputs are identical in
-// both modes because the engine is batch-invariant in ids.
+// Continuous mode: between two decoder steps the loop admits queued sentences (in turns by
+// request, server/turn_queue.h, encoded together longest first, bounded by max_batch_tokens, by
+// max_batch_sequences minus the live ones, for a large request by max_request_live while a small
+// one has work (AdmissionPolicy::max_request_live), and by room in the KV cache), runs ONE
+// Translator::Step over every live search, retires finished sentences at once and reports
+// progress for the others. Static mode forms a batch the same way but only when nothing is
+// live, and decodes it to the end. Outputs are identical in both modes because the engine is
+// batch-invariant in ids.
+//
+// Requests. The jobs of one Submit are one request. Its sentences keep their order among
+// themselves; between requests the queue serves turns, so a large document does not hold
+// back a later call's sentence behind all of its own. The queue's time budget
+// (max_queue_wait) runs per request from its last progress (a sentence of it admitted or
+// finished): a request is answered "overloaded" when other callers' work kept it from moving
+// for that long, never because its own earlier sentences are still being translated.
 //
 // KV cache policy. The pool may be bounded (Translator::KvCapacityBlocks; an unbounded pool on
 // a device that runs out of memory is bounded by what it held then). A sentence is admitted while
@@ -48,6 +57,7 @@
 #include "absl/time/time.h"
 #include "model/translator/translator.h"
 #include "server/admission_plan.h"
+#include "server/turn_queue.h"
 
 namespace transerve {
 
@@ -55,10 +65,11 @@ struct SchedulerOptions {
   AdmissionPolicy admission;  // how many queued sentences join the batch, and when
   // Queued sentences; Submit beyond it -> RESOURCE_EXHAUSTED.
   int max_queue = 1024;
-  // The queue's time budget: a sentence still waiting for admission this long after Submit is
-  // answered RESOURCE_EXHAUSTED (the server is overloaded), so under overload an accepted
-  // sentence's wait stays bounded and a caller hears "busy" in time to retry elsewhere instead of
-  // at its deadline. A preempted sentence, already admitted once, is exempt.
+  // The queue's time budget: a sentence still waiting for admission this long after its
+  // request last made progress (Submit, or a sentence of it admitted or finished) is answered
+  // RESOURCE_EXHAUSTED (the server is overloaded), so under overload an accepted request's wait
+  // stays bounded and a caller hears "busy" in time to retry elsewhere instead of at its
+  // deadline. A preempted sentence, already admitted once, is exempt.
   absl::Duration max_queue_wait = absl::InfiniteDuration();
   // Test hook (fault injection, never set in production): called on the loop thread before
   // each decoder step with its number (1, 2, ...); it may sleep or block, as a hung device would.
@@ -130,6 +141,7 @@ class Scheduler {
   void SetObserver(Observer* observer);  // before the first Submit
 
  private:
+  struct Flow;     // one request (one Submit): its turn, its counts, its last progress
   struct Entry;    // a job with its bookkeeping
   struct Active;   // an admitted entry with its search
   class JobGuard;  // a job's callbacks, answered once, shared by the loop and Shutdown
@@ -146,6 +158,8 @@ class Scheduler {
   void EncodeAndStart(std::vector<std::unique_ptr<Entry>> batch, absl::Time now);
   void StepOnce();
   void Preempt(size_t index);
+  // A request's counts moved: queued and live sentences (small_requests_with_work_ follows).
+  void CountFlow(Flow& flow, int64_t queued, int64_t live);
   // A live sentence leaves for good: its search is destroyed first (KV blocks back to the pool),
   // then its job is answered with `result`.
   void Retire(size_t index, absl::StatusOr<SearchResult> result);
@@ -178,9 +192,12 @@ class Scheduler {
   std::thread thread_;
   absl::Status abandoned_ ABSL_GUARDED_BY(join_mu_);  // why the loop thread was detached
 
-  // Owned by the loop thread: queued entries (FIFO; preempted ones go back to the front) and
-  // live searches in admission order.
-  std::deque<std::unique_ptr<Entry>> backlog_;
+  // Owned by the loop thread: queued entries (in turns by request; preempted ones go back to
+  // the front) and live searches in admission order.
+  TurnQueue<std::unique_ptr<Entry>> backlog_;
+  int64_t small_requests_with_work_ = 0;  // IsSmallRequest ones with a sentence queued or live
+  absl::Time small_work_seen_ = absl::InfinitePast();  // when a small request last had work
+  std::vector<TurnQueue<std::unique_ptr<Entry>>::iterator> view_scratch_;  // Admit's view
   std::vector<Active> live_;
   std::vector<SentenceSearch*> step_searches_;
   std::vector<DecoderRow> row_scratch_;

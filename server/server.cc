@@ -207,6 +207,7 @@ absl::Status TranserveServer::LoadModels() {
   options.poll_interval = config.repository_poll_interval;
   options.budget.bytes = static_cast<int64_t>(config.model_memory_mb * (1 << 20));
   options.budget.max_models = config.max_loaded_models;
+  options.load_threads = config.model_load_threads;
   options.max_room_wait = config.scheduler.max_queue_wait;
   options.default_model = config.default_model;
   options.model_languages = config.model_languages;
@@ -214,6 +215,8 @@ absl::Status TranserveServer::LoadModels() {
   options.load.dtype = config.dtype;
   options.load.cpu_isa = config.cpu_isa;
   options.load.num_threads = config.num_threads;
+  options.load.replicas = config.replicas;
+  options.load.model_replicas = config.model_replicas;
   options.load.kv_cache_bytes = config.kv_cache_bytes;
   options.load.max_source_tokens = config.limits.max_source_tokens;
   options.load.warmup = config.warmup;

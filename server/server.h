@@ -26,6 +26,7 @@ struct ServerConfig {
   std::vector<std::string> preload;  // repository models loaded at start
   double model_memory_mb = 0;        // the repository models' budget; 0 = unbounded
   int max_loaded_models = 0;         // 0 = unbounded
+  int model_load_threads = 2;        // repository loads at once, each of another model
   std::string default_model;         // "" = the first --model_dir, else the first by name
   // "SRC-TGT" per model name, over what the model's files say (server/model_languages.h).
   std::map<std::string, std::string> model_languages;
@@ -41,7 +42,9 @@ struct ServerConfig {
   std::string dtype = "auto";  // auto | float32 | float16 (GPU) | bfloat16 | int8 (CPU)
   std::string cpu_isa;         // TranslatorOptions::cpu_isa
   int num_threads = 0;
-  int64_t kv_cache_bytes = 0;  // per model; 0 = unbounded
+  int replicas = 0;                           // per model; 0 = the server's choice (ReplicasFor)
+  std::map<std::string, int> model_replicas;  // per model name, over `replicas`
+  int64_t kv_cache_bytes = 0;                 // per replica; 0 = unbounded
   SchedulerOptions scheduler;
   RequestLimits limits;
   int max_message_bytes = 16 << 20;

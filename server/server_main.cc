@@ -43,6 +43,10 @@ ABSL_FLAG(std::vector<std::string>, preload, {}, "Repository models to load at s
 ABSL_FLAG(double, model_memory_mb, 0,
           "Memory budget of the repository's loaded models, in MiB; 0 = unbounded");
 ABSL_FLAG(int, max_loaded_models, 0, "Most repository models loaded at once; 0 = unbounded");
+ABSL_FLAG(int, model_load_threads, 0,
+          "Repository models loaded side by side (one load per model at a time), their bytes "
+          "reserved in --model_memory_mb while they load; 1 = one load at a time; 0 = one per "
+          "two cores (a load keeps about two cores busy)");
 ABSL_FLAG(std::string, default_model, "",
           "The model of requests that name neither a model nor languages (default: the first "
           "--model_dir, else the repository's first by name)");
@@ -66,7 +70,8 @@ ABSL_FLAG(absl::Duration, http_io_timeout, absl::Seconds(10),
           "must progress within this, or the connection is closed");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
 ABSL_FLAG(std::string, dtype, "auto",
-          "Weights: auto (float16 on a GPU, float32 on the CPU), float32, float16 (GPU), "
+          "Weights: auto (float16 on a GPU; on the CPU int8 when the model passes its int8 "
+          "check at load, else bfloat16 or float32: docs/engine.md), float32, float16 (GPU), "
           "bfloat16 or int8 (CPU)");
 ABSL_FLAG(std::string, cpu_isa, "",
           "Lower the CPU kernels' instruction-set level: avx2, avx512, avx512_vnni or "
@@ -78,7 +83,7 @@ ABSL_FLAG(int, admission_group, transerve::AdmissionPolicy{}.admission_group,
 ABSL_FLAG(int, max_admission_wait_steps, transerve::AdmissionPolicy{}.max_admission_wait_steps,
           "Continuous batching: decoder steps a queued sentence may wait for a group");
 ABSL_FLAG(int, max_batch_tokens, 8192, "Most source tokens admitted in one encoder batch");
-ABSL_FLAG(int, max_queue, 1024, "Most queued sentences per model; beyond: RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_queue, 8192, "Most queued sentences per model; beyond: RESOURCE_EXHAUSTED");
 ABSL_FLAG(absl::Duration, max_queue_wait, absl::Seconds(10),
           "Queue time budget: a sentence not admitted within it is answered RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, kv_cache_mb, 0, "KV cache pool per model, in MiB; 0 = unbounded");
@@ -99,6 +104,14 @@ ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
           "On SIGTERM/SIGINT, time given to in-flight requests before they are cut off (the "
           "process exits within it + 5 s, with status 1 if a decoder step is stuck)");
 ABSL_FLAG(int, num_threads, 0, "Compute threads; 0 = every core");
+ABSL_FLAG(int, replicas, 0,
+          "Engine instances per model, sharing its weights and the compute threads (0: the "
+          "server's choice, one per compute thread on the CPU up to 4, one on a GPU)");
+ABSL_FLAG(std::vector<std::string>, model_replicas, {},
+          "NAME=N,...: a model's replicas, over --replicas");
+ABSL_FLAG(int, max_request_rows, transerve::AdmissionPolicy{}.max_request_live,
+          "While calls of at most this many decoder rows (sentences x beam) are about, the most "
+          "rows one larger request decodes at once, one sentence at least (0: no bound)");
 ABSL_FLAG(int, max_message_mb, 16, "Largest gRPC message, in MiB");
 ABSL_FLAG(int, keepalive_time_ms, 60000, "gRPC keepalive ping interval");
 ABSL_FLAG(int, keepalive_timeout_ms, 20000, "gRPC keepalive ping timeout");
@@ -208,6 +221,7 @@ int Run() {
   config.preload = absl::GetFlag(FLAGS_preload);
   config.model_memory_mb = absl::GetFlag(FLAGS_model_memory_mb);
   config.max_loaded_models = absl::GetFlag(FLAGS_max_loaded_models);
+  config.model_load_threads = absl::GetFlag(FLAGS_model_load_threads);
   config.default_model = absl::GetFlag(FLAGS_default_model);
   if (config.model_dirs.empty() && config.model_repository.empty()) {
     std::cerr << "transerve-server: --model_dir or --model_repository is required\n";
@@ -218,6 +232,16 @@ int Run() {
     std::cerr << "transerve-server: --model_memory_mb and --max_loaded_models must not be "
                  "negative, --repository_poll_interval must be positive\n";
     return 2;
+  }
+  if (config.model_load_threads < 0) {
+    std::cerr << "transerve-server: --model_load_threads must not be negative\n";
+    return 2;
+  }
+  if (config.model_load_threads == 0) {
+    // Two loads on two cores each took twice as long as one (BENCHMARKS.md, "Model
+    // repository"): a load is CPU-bound, so more loaders pay only with more cores.
+    config.model_load_threads =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2);
   }
   const std::string batching = absl::GetFlag(FLAGS_batching);
   if (batching == "continuous") {
@@ -262,6 +286,19 @@ int Run() {
     }
     config.model_languages[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
+  config.replicas = absl::GetFlag(FLAGS_replicas);
+  for (const std::string& entry : absl::GetFlag(FLAGS_model_replicas)) {
+    const size_t eq = entry.find('=');
+    int n = 0;
+    if (eq == std::string::npos || eq == 0 || !absl::SimpleAtoi(entry.substr(eq + 1), &n) ||
+        n < 1) {
+      std::cerr << "transerve-server: --model_replicas wants NAME=N (N >= 1), got '" << entry
+                << "'\n";
+      return 2;
+    }
+    config.model_replicas[entry.substr(0, eq)] = n;
+  }
+  config.scheduler.admission.max_request_live = absl::GetFlag(FLAGS_max_request_rows);
   config.limits.max_source_tokens = absl::GetFlag(FLAGS_max_source_tokens);
   config.limits.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
   config.limits.max_length = absl::GetFlag(FLAGS_max_length);
@@ -300,7 +337,8 @@ int Run() {
       config.scheduler.admission.admission_group < 1 ||
       config.scheduler.admission.max_admission_wait_steps < 0 || config.limits.max_texts < 1 ||
       config.limits.max_text_chars < 1 || config.limits.max_source_tokens < 2 ||
-      config.limits.max_beam_size < 1 || config.limits.max_length < 1 ||
+      config.limits.max_beam_size < 1 || config.limits.max_length < 1 || config.replicas < 0 ||
+      config.scheduler.admission.max_request_live < 0 ||
       config.scheduler.max_queue_wait <= absl::ZeroDuration()) {
     std::cerr << "transerve-server: batching, queue and request limits must be positive\n";
     return 2;

@@ -109,6 +109,7 @@ void UnpackRow(const PackedMatrix& packed, int64_t n, float* out) {
 
 std::vector<std::string> SupportedCpuIsas() { return cpu::SupportedCpuIsas(); }
 absl::Status SetCpuIsa(const std::string& name) { return cpu::SetCpuIsa(name); }
+std::string CpuIsa() { return cpu::CpuIsa(); }
 std::string CpuKernelDescription() { return cpu::CpuKernelDescription(); }
 
 void Linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation activation,

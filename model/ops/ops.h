@@ -144,6 +144,8 @@ std::vector<std::string> SupportedCpuIsas();
 // Lowers (or restores) the level for the whole process: INVALID_ARGUMENT for a name that is not
 // one of SupportedCpuIsas(). Every level computes the same results bit for bit.
 absl::Status SetCpuIsa(const std::string& name);
+// The level in use: one of SupportedCpuIsas() (what dtype=auto chooses by).
+std::string CpuIsa();
 // The level in use and the kernel each weight format runs with, for logs and reports.
 std::string CpuKernelDescription();
 

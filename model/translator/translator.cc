@@ -81,27 +81,42 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
     return absl::InvalidArgumentError(
         absl::StrCat("dtype ", dtype, " runs on the CPU only: on a GPU use float16 or float32"));
   }
-  // The CPU packs its weights in the chosen format as it reads them (no conversion step); the
-  // GPU takes them row-major, uploaded once.
-  std::optional<ops::WeightFormat> pack;
-  if (cpu) {
-    pack = dtype == "int8"       ? ops::WeightFormat::kInt8
-           : dtype == "bfloat16" ? ops::WeightFormat::kBFloat16
-                                 : ops::WeightFormat::kFloat32;
-    t->dtype_ = std::string(ops::WeightFormatName(*pack));
+  // Before the load: dtype=auto's quality check runs on every core.
+  const int threads = options.num_threads > 0
+                          ? options.num_threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ops::SetNumThreads(threads);
+  ThreadPool::SetEngineThreads(threads);
+  if (cpu && dtype == "auto") {
+    auto loaded = LoadAutoCpu(options.model_dir);
+    if (!loaded.ok()) return loaded.status();
+    t->model_ = std::move(loaded->model);
+    t->dtype_ = std::string(ops::WeightFormatName(loaded->format));
+    t->dtype_choice_ = std::move(loaded->choice);
+  } else {
+    // The CPU packs its weights in the chosen format as it reads them (no conversion step);
+    // the GPU takes them row-major, uploaded once.
+    std::optional<ops::WeightFormat> pack;
+    if (cpu) {
+      pack = dtype == "int8"       ? ops::WeightFormat::kInt8
+             : dtype == "bfloat16" ? ops::WeightFormat::kBFloat16
+                                   : ops::WeightFormat::kFloat32;
+      t->dtype_ = std::string(ops::WeightFormatName(*pack));
+    }
+    auto model = LoadMarianModel(options.model_dir, pack);
+    if (!model.ok()) return model.status();
+    if (!cpu) {
+      t->dtype_ = dtype == "float32" ? "float32" : "float16";
+      (*model)->weights = CopyWeightsTo((*model)->weights, t->device_,
+                                        t->dtype_ == "float16" ? DType::kFloat16 : DType::kFloat32);
+    }
+    t->model_ = *std::move(model);
+    t->dtype_choice_ = dtype == "auto" ? "auto: " + t->dtype_ + " (GPU)" : t->dtype_ + " (asked)";
   }
-  auto model = LoadMarianModel(options.model_dir, pack);
-  if (!model.ok()) return model.status();
-  if (!cpu) {
-    t->dtype_ = dtype == "float32" ? "float32" : "float16";
-    (*model)->weights = CopyWeightsTo((*model)->weights, t->device_,
-                                      t->dtype_ == "float16" ? DType::kFloat16 : DType::kFloat32);
-  }
-  t->model_ = *std::move(model);
   // What the load freed (float tensors once packed, conversion chunks, the cross-attention
-  // parts before they were joined, the host copies once on a GPU) goes back to the OS instead
-  // of staying in the heap: 55-58 MB of resident size on the opus-mt shape on the CPU, in every
-  // dtype (BENCHMARKS.md).
+  // parts before they were joined, the host copies once on a GPU, auto's float32 reference)
+  // goes back to the OS instead of staying in the heap: 55-58 MB of resident size on the
+  // opus-mt shape on the CPU, in every dtype (BENCHMARKS.md).
   malloc_trim(0);
   const MarianConfig& c = t->model_->config;
   if (options.with_tokenizer) {
@@ -111,18 +126,24 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
     if (auto s = t->CheckVocabularySizes(); !s.ok()) return s;
   }
   t->special_ = {c.pad_token_id, c.eos_token_id, c.decoder_start_token_id};
-
-  const int threads = options.num_threads > 0
-                          ? options.num_threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  ops::SetNumThreads(threads);
-  ThreadPool::SetEngineThreads(threads);
   t->kv_pool_ = std::make_unique<KvBlockPool>(
       c.d_model, t->device_, KvBlocksWithin(options.kv_cache_max_bytes, c.d_model));
   t->stream_.Synchronize();  // the weights are in place before the first request
-  Log().info("translator ready on {} ({}, {}{})", DeviceName(t->device_),
+  Log().info("translator ready on {} ({}, {}{}); dtype {}", DeviceName(t->device_),
              ops::DeviceDescription(t->device_), t->dtype_,
-             cpu ? "; " + ops::CpuKernelDescription() : "");
+             cpu ? "; " + ops::CpuKernelDescription() : "", t->dtype_choice_);
+  return t;
+}
+
+absl::StatusOr<std::unique_ptr<Translator>> Translator::ForCheck(
+    std::shared_ptr<const MarianModel> model, ops::WeightFormat format) {
+  std::unique_ptr<Translator> t(new Translator());
+  if (absl::Status s = t->OpenStream(); !s.ok()) return s;
+  const MarianConfig& c = model->config;
+  t->special_ = {c.pad_token_id, c.eos_token_id, c.decoder_start_token_id};
+  t->kv_pool_ = std::make_unique<KvBlockPool>(c.d_model, Device::kCpu, /*max_blocks=*/0);
+  t->dtype_ = std::string(ops::WeightFormatName(format));
+  t->model_ = std::move(model);
   return t;
 }
 
@@ -143,6 +164,7 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::CreateReplica() const {
   t->tokenizer_ = tokenizer_;
   t->special_ = special_;
   t->dtype_ = dtype_;
+  t->dtype_choice_ = dtype_choice_;
   t->device_status_ = device_status_;
   t->kv_pool_ =
       std::make_unique<KvBlockPool>(model_->config.d_model, device_, kv_pool_->max_blocks());

@@ -4,8 +4,8 @@
 //
 // Threads. The text methods (Tokenize, ValidateOptions, Detokenize, IsEmptySource,
 // EmptySourceResult, DefaultOptions) and the accessors of what Create fixed (model, tokenizer,
-// special_tokens, device, dtype) only read state that never changes after Create: any number
-// of threads may call them at once, also while a step runs (the server tokenizes on its gRPC
+// special_tokens, device, dtype, dtype_choice) only read state that never changes after Create: any
+// number of threads may call them at once, also while a step runs (the server tokenizes on its gRPC
 // threads). Everything else (Translate, TranslateIds, Encode, StartSearch, Step, the searches
 // they made, CopyLastLogits, kv_pool, device_status) belongs to one step thread at a time (one
 // scheduler loop per replica).
@@ -29,9 +29,12 @@ namespace transerve {
 struct TranslatorOptions {
   std::string model_dir;
   std::string device = "auto";  // auto | cpu | cuda
-  // Weights' storage and arithmetic: auto (float16 on a GPU, float32 on the CPU) | float32 |
-  // float16 (GPU only) | bfloat16 | int8 (CPU only: packed so at load from whatever the
-  // checkpoint stores; docs/engine.md, "Low precision on the CPU").
+  // Weights' storage and arithmetic: auto | float32 | float16 (GPU only) | bfloat16 | int8 (CPU
+  // only: packed so at load from whatever the checkpoint stores; docs/engine.md, "Low precision
+  // on the CPU"). auto is float16 on a GPU; on the CPU the first of the kernel level's formats
+  // (AutoCpuDtypesFor: int8, then bfloat16 at avx512_bf16) that passes a quality check against
+  // float32 at load (quality_check.h), else float32 (docs/engine.md, "dtype=auto on the CPU").
+  // An explicit dtype is loaded as asked, never checked.
   std::string dtype = "auto";
   // Lowers the CPU kernels' instruction-set level for the whole process (ops::SetCpuIsa:
   // avx2, avx512, avx512_vnni, avx512_bf16); empty keeps it. A level the CPU lacks is
@@ -132,11 +135,29 @@ class Translator {
   // every later call would fail the same way until the process restarts). From then on
   // Encode and Step answer it at once, without touching the device.
   const absl::Status& device_status() const { return device_status_; }
-  // "float32" or "float16": how the linear weights are stored.
+  // "float32", "float16", "bfloat16" or "int8": how the linear weights are stored.
   const std::string& dtype() const { return dtype_; }
+  // How dtype() was chosen, one line for logs and model listings: "int8 (asked)" for an
+  // explicit dtype; under auto the level, each quality check's figures and the outcome, e.g.
+  // "auto: int8 (avx512_vnni: int8 on vpdpbusd; int8 check passed: top-1 agreement 0.992 over
+  // 395 positions, mean |dlogp| 0.022)" or "auto: float32 (avx2: int8 on vpmaddwd; int8 check
+  // failed: top-1 agreement 0.000 < 0.95 over 16 positions, ...)"; on a GPU "auto: float16
+  // (GPU)".
+  const std::string& dtype_choice() const { return dtype_choice_; }
 
  private:
   Translator() = default;
+  // What dtype=auto loads on the CPU (translator_auto_dtype.cc).
+  struct AutoLoad {
+    std::shared_ptr<const MarianModel> model;
+    ops::WeightFormat format = ops::WeightFormat::kFloat32;
+    std::string choice;  // dtype_choice()
+  };
+  static absl::StatusOr<AutoLoad> LoadAutoCpu(const std::string& model_dir);
+  // A CPU translator over `model` (packed in `format`) for the quality check: no tokenizer, an
+  // unbounded KV pool.
+  static absl::StatusOr<std::unique_ptr<Translator>> ForCheck(
+      std::shared_ptr<const MarianModel> model, ops::WeightFormat format);
   absl::Status CheckVocabularySizes() const;
   // stream_ on device_; RESOURCE_EXHAUSTED when the device has none to give.
   absl::Status OpenStream();
@@ -154,6 +175,7 @@ class Translator {
   Device device_ = Device::kCpu;
   absl::Status device_status_;
   std::string dtype_ = "float32";
+  std::string dtype_choice_;
   Workspace workspace_;
   Tensor hidden_;
   Tensor logits_;

@@ -136,8 +136,8 @@ struct HttpFrontEnd::Routes {
 
   // POST /v1/translate/stream: the first event (or the error instead) is awaited here, on the
   // worker; the rest is written by the chunked provider as the messages come.
-  httplib::Server::Handler Stream(TranslatorBackend* backend) {
-    return [this, backend](const httplib::Request& req, httplib::Response& res) {
+  httplib::Server::Handler Stream(TranslatorBackend* backend, int char_limit) {
+    return [this, backend, char_limit](const httplib::Request& req, httplib::Response& res) {
       const absl::Time start = absl::Now();
       Begins();
       if (draining.load()) {
@@ -146,7 +146,7 @@ struct HttpFrontEnd::Routes {
         Ends();
         return;
       }
-      StreamStart opened = OpenV1Stream(InputOf(req), *backend);
+      StreamStart opened = OpenV1Stream(InputOf(req), *backend, char_limit);
       if (opened.error.has_value()) {
         Write(*opened.error, res);
         Record("v1", "/v1/translate/stream", res.status, start);
@@ -243,8 +243,10 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
   TranslatorBackend* b = front->backend_.get();
   routes.Route("POST", "/v1/translate",
                routes.Unary("v1", "/v1/translate",
-                            [b](const HttpInput& in) { return V1Translate(in, *b); }));
-  routes.Route("POST", "/v1/translate/stream", routes.Stream(b));
+                            [b, limit = options.libretranslate.char_limit](const HttpInput& in) {
+                              return V1Translate(in, *b, limit);
+                            }));
+  routes.Route("POST", "/v1/translate/stream", routes.Stream(b, options.libretranslate.char_limit));
   routes.Route("GET", "/v1/models", routes.Unary("v1", "/v1/models", [b](const HttpInput& in) {
     return V1Models(in, *b);
   }));

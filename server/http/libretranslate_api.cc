@@ -73,7 +73,8 @@ std::optional<HttpReply> CheckLimits(const LtTranslateArgs& a, const LtSettings&
     for (const std::string& text : a.q) {
       const size_t n = CountCodePoints(text);
       if (n > static_cast<size_t>(std::max(0, settings.char_limit))) {
-        return LtErrorReply(400, absl::StrCat("Invalid request: request (", n,
+        // LibreTranslate's words; 413 rather than its 400, as the text itself is too large.
+        return LtErrorReply(413, absl::StrCat("Invalid request: request (", n,
                                               ") exceeds text limit (", settings.char_limit, ")"));
       }
     }

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -106,9 +107,30 @@ grpc::Status ParseTranslateRequest(const HttpInput& in, v1::TranslateRequest* re
   return grpc::Status::OK;
 }
 
-HttpReply V1Translate(const HttpInput& in, TranslatorBackend& backend) {
+std::optional<HttpReply> TextOverLimit(const v1::TranslateRequest& request, int char_limit) {
+  if (char_limit < 0) return std::nullopt;
+  for (int i = 0; i < request.texts_size(); ++i) {
+    // Code points of valid UTF-8 (the service refuses the rest): bytes that start one.
+    const std::string& text = request.texts(i);
+    const int64_t chars = std::count_if(text.begin(), text.end(), [](char c) {
+      return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    });
+    if (chars > char_limit) {
+      // The same words as the gRPC answer; 413, since the text itself is what is too large.
+      return JsonReply(
+          413, ErrorJson(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                      absl::StrCat("texts[", i, "] has ", chars,
+                                                   " characters; the limit is ", char_limit)))
+                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
+  }
+  return std::nullopt;
+}
+
+HttpReply V1Translate(const HttpInput& in, TranslatorBackend& backend, int char_limit) {
   v1::TranslateRequest request;
   if (auto s = ParseTranslateRequest(in, &request); !s.ok()) return ErrorReply(s);
+  if (auto over = TextOverLimit(request, char_limit)) return *std::move(over);
   v1::TranslateResponse response;
   const grpc::Status s = backend.Translate(request, CallOptionsOf(in), &response);
   if (!s.ok()) return ErrorReply(s);
@@ -129,11 +151,15 @@ HttpReply Readyz(TranslatorBackend& backend) {
   return JsonReply(503, R"({"status":"NOT_SERVING"})");
 }
 
-StreamStart OpenV1Stream(const HttpInput& in, TranslatorBackend& backend) {
+StreamStart OpenV1Stream(const HttpInput& in, TranslatorBackend& backend, int char_limit) {
   StreamStart start;
   v1::TranslateRequest request;
   if (auto s = ParseTranslateRequest(in, &request); !s.ok()) {
     start.error = ErrorReply(s);
+    return start;
+  }
+  if (auto over = TextOverLimit(request, char_limit)) {
+    start.error = std::move(over);
     return start;
   }
   start.stream = backend.OpenStream(request, CallOptionsOf(in));

@@ -31,7 +31,11 @@ CallOptions CallOptionsOf(const HttpInput& in);
 // an error); INVALID_ARGUMENT with the parser's reason otherwise.
 grpc::Status ParseTranslateRequest(const HttpInput& in, v1::TranslateRequest* request);
 
-HttpReply V1Translate(const HttpInput& in, TranslatorBackend& backend);
+// 413 (INVALID_ARGUMENT in the error JSON) when a text is over `char_limit` code points (the
+// server's --max_text_chars; -1: none), before anything is called: the text is too large.
+std::optional<HttpReply> TextOverLimit(const v1::TranslateRequest& request, int char_limit);
+
+HttpReply V1Translate(const HttpInput& in, TranslatorBackend& backend, int char_limit = -1);
 HttpReply V1Models(const HttpInput& in, TranslatorBackend& backend);
 HttpReply Healthz();
 HttpReply Readyz(TranslatorBackend& backend);
@@ -44,7 +48,7 @@ struct StreamStart {
   std::unique_ptr<TranslatorBackend::Stream> stream;
   std::string first;
 };
-StreamStart OpenV1Stream(const HttpInput& in, TranslatorBackend& backend);
+StreamStart OpenV1Stream(const HttpInput& in, TranslatorBackend& backend, int char_limit = -1);
 
 // The Server-Sent Events of a stream: a message, the end, an error after the stream started.
 std::string SseMessage(const v1::TranslateStreamResponse& message);

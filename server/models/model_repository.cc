@@ -11,6 +11,7 @@
 #include "absl/synchronization/notification.h"
 #include "model/core/logging.h"
 #include "model/translator/model_directory.h"
+#include "server/replica_set.h"
 
 namespace transerve {
 namespace {
@@ -119,7 +120,7 @@ ModelRepository::~ModelRepository() {
     draining_ = true;
     wake_.SignalAll();
   }
-  if (loader_.joinable()) loader_.join();
+  for (std::thread& t : loaders_) t.join();  // each finishes the load it runs, then stops
   if (housekeeping_.joinable()) housekeeping_.join();
   Deferred deferred;
   std::vector<std::unique_ptr<ServedModel>> versions;
@@ -206,7 +207,9 @@ absl::Status ModelRepository::Start(const std::vector<std::string>& preload) {
     RebuildRoutableLocked();
     next_scan_ = absl::Now() + options_.poll_interval;
   }
-  loader_ = std::thread([this] { LoaderLoop(); });
+  for (int i = 0; i < std::max(1, options_.load_threads); ++i) {
+    loaders_.emplace_back([this] { LoaderLoop(); });
+  }
   housekeeping_ = std::thread([this] { HousekeepingLoop(); });
   for (const std::string& name : preload) {
     absl::Notification done;
@@ -296,7 +299,16 @@ void ModelRepository::ReleaseLease(ServedModel* model) {
 
 int64_t ModelRepository::NeededBytesLocked(const Entry& e) const {
   if (e.known_bytes > 0) return e.known_bytes;
-  return e.estimated_bytes + std::max<int64_t>(options_.load.kv_cache_bytes, 0);
+  // Before its first load: the weights' estimate and one KV cache bound per replica, as many as
+  // the CPU would give it (the most of any device), so that a load in flight never reserves
+  // less than it will hold (ResidentBytesOf).
+  const auto it = options_.load.model_replicas.find(e.name);
+  const int asked = it != options_.load.model_replicas.end() ? it->second : options_.load.replicas;
+  const int threads = options_.load.num_threads > 0
+                          ? options_.load.num_threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int replicas = ReplicasFor(asked, Device::kCpu, threads);
+  return e.estimated_bytes + std::max<int64_t>(options_.load.kv_cache_bytes, 0) * replicas;
 }
 
 RepositoryHoldings ModelRepository::HoldingsLocked() const {
@@ -320,6 +332,10 @@ RepositoryHoldings ModelRepository::HoldingsLocked() const {
     ++h.models;
     ++h.leaving_models;
   }
+  h.bytes += freeing_bytes_;
+  h.leaving_bytes += freeing_bytes_;
+  h.models += freeing_models_;
+  h.leaving_models += freeing_models_;
   return h;
 }
 
@@ -399,7 +415,7 @@ int64_t ModelRepository::ResidentBytesLocked() const {
   for (const auto& v : leaving_) {
     if (!v->pinned) resident += v->resident_bytes;
   }
-  return resident;
+  return resident + freeing_bytes_;
 }
 
 void ModelRepository::FailWaitersLocked(Entry& e, const absl::Status& s) {
@@ -442,18 +458,44 @@ void ModelRepository::TakeDeferredLocked(Deferred* out) {
   deferred_.clear();
 }
 
+bool ModelRepository::TakeLoadLocked(LoadJob* job) {
+  for (auto it = load_queue_.begin(); it != load_queue_.end();) {
+    Entry* e = FindLocked(it->name);
+    if (e != nullptr && e->id != it->entry_id) e = nullptr;  // removed, then added again
+    bool* wanted = e == nullptr ? nullptr : it->reload ? &e->reloading : &e->loading;
+    // Nobody waits for it: its model is gone, another load of it served first (a reload
+    // finished while it was unloaded and wanted again), or the drain stops loads.
+    if (wanted == nullptr || !*wanted || draining_) {
+      if (wanted != nullptr && draining_) *wanted = false;
+      it = load_queue_.erase(it);
+      continue;
+    }
+    if (loads_running_.contains(it->name)) {  // one load of a model at a time
+      ++it;
+      continue;
+    }
+    *job = std::move(*it);
+    load_queue_.erase(it);
+    loads_running_.insert(job->name);
+    metrics_.SetLoadsInFlight(static_cast<int>(loads_running_.size()));
+    return true;
+  }
+  return false;
+}
+
 void ModelRepository::LoaderLoop() {
   while (true) {
     LoadJob job;
+    int running = 0;
     {
       absl::MutexLock lock(&mu_);
-      while (!stopping_ && load_queue_.empty()) wake_.Wait(&mu_);
+      while (!stopping_ && !TakeLoadLocked(&job)) wake_.Wait(&mu_);
       if (stopping_) return;
-      job = std::move(load_queue_.front());
-      load_queue_.pop_front();
+      running = static_cast<int>(loads_running_.size());
     }
-    Log().info("model '{}': {} from {}", job.name, job.reload ? "loading a new version" : "loading",
-               job.dir);
+    Log().info("model '{}': {} from {} ({} of {} loaders busy)", job.name,
+               job.reload ? "loading a new version" : "loading", job.dir, running,
+               std::max(1, options_.load_threads));
     const absl::Time start = absl::Now();
     ModelLoadSettings settings = options_.load;
     auto loaded = LoadServedModel(job.name, job.dir, job.pair, settings, server_metrics_);
@@ -466,6 +508,8 @@ void ModelRepository::FinishLoad(LoadJob job, absl::StatusOr<std::unique_ptr<Ser
   Deferred deferred;
   {
     absl::MutexLock lock(&mu_);
+    loads_running_.erase(job.name);  // its model's next queued load may start (signalled below)
+    metrics_.SetLoadsInFlight(static_cast<int>(loads_running_.size()));
     Entry* e = FindLocked(job.name);
     if (e != nullptr && e->id != job.entry_id) e = nullptr;  // removed, then added again
     if (!loaded.ok()) {
@@ -559,6 +603,10 @@ void ModelRepository::HousekeepingLoop() {
       if (!draining_) {
         for (auto it = leaving_.begin(); it != leaving_.end();) {
           if ((*it)->leases == 0) {
+            if (!(*it)->pinned) {
+              freeing_bytes_ += (*it)->resident_bytes;
+              ++freeing_models_;
+            }
             freed.push_back(std::move(*it));
             it = leaving_.erase(it);
           } else {
@@ -576,12 +624,20 @@ void ModelRepository::HousekeepingLoop() {
     }
     for (auto& f : deferred) f();
     if (!freed.empty()) {
+      int64_t bytes = 0;
+      int models = 0;
       for (auto& v : freed) {
         Log().debug("model '{}' version {} freed", v->name, v->version);
+        if (!v->pinned) {
+          bytes += v->resident_bytes;
+          ++models;
+        }
         v.reset();  // its scheduler (idle: no lease) stops, then its weights go
       }
       malloc_trim(0);  // give the pages back, so the budget is what the process holds
       absl::MutexLock lock(&mu_);
+      freeing_bytes_ -= bytes;
+      freeing_models_ -= models;
       PlanLocked();  // room was made
       TakeDeferredLocked(&deferred);
     }
@@ -853,7 +909,7 @@ void ModelRepository::Reload(const std::string& name, StatusDone done) {
 
 std::vector<std::pair<std::string, absl::Status>> ModelRepository::Drain(
     absl::Duration timeout, absl::Duration step_grace) {
-  std::vector<std::pair<std::string, Scheduler*>> schedulers;
+  std::vector<std::pair<std::string, ReplicaSet*>> schedulers;
   Deferred deferred;
   {
     absl::MutexLock lock(&mu_);

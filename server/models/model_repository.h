@@ -5,9 +5,12 @@
 // A call holds the version that serves it through a ModelLease from Acquire until its answer is
 // sent; a version with a lease is never freed. A reload loads a new version beside the serving
 // one; new calls get the new one, the old one is freed when its last lease goes. Loads run on
-// the repository's loader thread; freeing and waiting calls' deadlines on its housekeeping
-// thread, which also rescans the repository directory. Calls' callbacks never run under its
-// lock.
+// the repository's loader threads (--model_load_threads of them), side by side for different
+// models and one at a time for one model (its load and reload never overlap); each load's bytes
+// are reserved in the budget from when it is queued until it is served or has failed, so loads
+// in flight together never plan past --model_memory_mb. Freeing and waiting calls' deadlines
+// run on the housekeeping thread, which also rescans the repository directory. Calls'
+// callbacks never run under the lock.
 #pragma once
 
 #include <atomic>
@@ -16,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,6 +72,8 @@ struct ModelRepositoryOptions {
   std::string default_model;                           // "" = first pinned, else first by name
   std::map<std::string, std::string> model_languages;  // name -> "SRC-TGT"
   ModelLoadSettings load;
+  // Loads run at once, each of a different model (--model_load_threads); 1 = one at a time.
+  int load_threads = 2;
 };
 
 class ModelRepository {
@@ -87,7 +93,7 @@ class ModelRepository {
   // Every model's name and languages for routing, the default first.
   std::shared_ptr<const std::vector<RoutableModel>> Routable() const;
   // The model's serving version, through `done` exactly once: at once when it is loaded, else
-  // once it has loaded (on the loader thread), or with the error (NOT_FOUND, RESOURCE_EXHAUSTED
+  // once it has loaded (on a loader thread), or with the error (NOT_FOUND, RESOURCE_EXHAUSTED
   // when it cannot fit, UNAVAILABLE when it cannot load or while draining, DEADLINE_EXCEEDED,
   // CANCELLED when `cancelled` says so).
   void Acquire(const std::string& name, absl::Time deadline, std::function<bool()> cancelled,
@@ -97,7 +103,7 @@ class ModelRepository {
   std::vector<v1::ModelInfo> ModelInfos() const;
   // Admin.
   v1::AdminListModelsResponse Status() const;
-  // Load and Reload answer through `done` once the load is over (on the loader thread), or at
+  // Load and Reload answer through `done` once the load is over (on a loader thread), or at
   // once; Unload at once.
   using StatusDone = std::function<void(absl::StatusOr<v1::ModelStatus>)>;
   void Load(const std::string& name, StatusDone done);
@@ -124,6 +130,9 @@ class ModelRepository {
   void ReleaseLease(ServedModel* model);
   void Notify(const std::string& model, bool loaded);
   void LoaderLoop();
+  // The first queued load that may start now (its model has no load running), dropping those
+  // nobody waits for any more; false when none.
+  bool TakeLoadLocked(LoadJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HousekeepingLoop();
   void Rescan(bool reload_all) ABSL_LOCKS_EXCLUDED(mu_);
   // Starts the loads that waiting calls (or admin calls) need and fit; makes room for them.
@@ -161,6 +170,10 @@ class ModelRepository {
   std::shared_ptr<const std::vector<RoutableModel>> routable_ ABSL_GUARDED_BY(mu_);
   // Versions no longer serving, freed once their last lease is gone.
   std::vector<std::unique_ptr<ServedModel>> leaving_ ABSL_GUARDED_BY(mu_);
+  // Versions out of `leaving_` that the housekeeping thread is freeing: still held until then,
+  // so no load is planned into memory not given back yet.
+  int64_t freeing_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int freeing_models_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::string> pinned_order_ ABSL_GUARDED_BY(mu_);
   uint64_t next_entry_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::Time next_scan_ ABSL_GUARDED_BY(mu_);
@@ -169,12 +182,15 @@ class ModelRepository {
   std::map<std::string, FilesFingerprint> pending_new_ ABSL_GUARDED_BY(mu_);
   absl::CondVar wake_;  // the loader and housekeeping threads wait on it
   std::deque<LoadJob> load_queue_ ABSL_GUARDED_BY(mu_);
+  // The models whose load runs now: one load of a model at a time, whatever its kind (a load
+  // and a reload, or a removed model's load and its re-added namesake's).
+  std::set<std::string> loads_running_ ABSL_GUARDED_BY(mu_);
   Deferred deferred_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool rescan_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool reload_all_requested_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread loader_;
+  std::vector<std::thread> loaders_;
   std::thread housekeeping_;
 };
 

@@ -50,7 +50,12 @@ RepositoryMetrics::RepositoryMetrics(prometheus::Registry& registry)
                               .Name("transerve_model_repository_budget_bytes")
                               .Help("--model_memory_mb in bytes; 0 = unbounded")
                               .Register(registry)
-                              .Add({})) {}
+                              .Add({})),
+      loads_in_flight_(&prometheus::BuildGauge()
+                            .Name("transerve_model_repository_loads_in_flight")
+                            .Help("Model loads running now, at most --model_load_threads")
+                            .Register(registry)
+                            .Add({})) {}
 
 void RepositoryMetrics::Loaded(const std::string& model, double seconds, int64_t resident_bytes) {
   const prometheus::Labels l{{"model", model}};
@@ -85,6 +90,10 @@ void RepositoryMetrics::Used(prometheus::Gauge* last_use, absl::Time when) {
 void RepositoryMetrics::SetRepository(int64_t resident_bytes, int64_t budget_bytes) {
   repository_resident_->Set(static_cast<double>(resident_bytes));
   repository_budget_->Set(static_cast<double>(budget_bytes));
+}
+
+void RepositoryMetrics::SetLoadsInFlight(int loads) {
+  loads_in_flight_->Set(static_cast<double>(loads));
 }
 
 }  // namespace transerve

@@ -1,5 +1,6 @@
 // The model repository's Prometheus series: per model loaded, loads, unloads, load seconds,
-// resident bytes and last use; for the whole repository its resident bytes and budget.
+// resident bytes and last use; for the whole repository its resident bytes, budget and loads in
+// flight.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,8 @@ class RepositoryMetrics {
   prometheus::Gauge* LastUse(const std::string& model);
   static void Used(prometheus::Gauge* last_use, absl::Time when);
   void SetRepository(int64_t resident_bytes, int64_t budget_bytes);
+  // Loads running now (at most --model_load_threads).
+  void SetLoadsInFlight(int loads);
 
  private:
   prometheus::Family<prometheus::Gauge>* loaded_;
@@ -43,6 +46,7 @@ class RepositoryMetrics {
   prometheus::Family<prometheus::Gauge>* last_use_;
   prometheus::Gauge* repository_resident_;
   prometheus::Gauge* repository_budget_;
+  prometheus::Gauge* loads_in_flight_;
 };
 
 }  // namespace transerve

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/core/logging.h"
+#include "model/core/thread_pool.h"
 
 namespace transerve {
 std::string ArchitectureOf(const MarianConfig& c) {
@@ -13,8 +14,8 @@ std::string ArchitectureOf(const MarianConfig& c) {
                       " heads, ffn ", c.encoder_ffn_dim, ", vocab ", c.vocab_size);
 }
 
-int64_t ResidentBytesOf(const Translator& translator, int64_t kv_cache_bytes) {
-  return translator.WeightBytes() + std::max<int64_t>(kv_cache_bytes, 0);
+int64_t ResidentBytesOf(const Translator& translator, int64_t kv_cache_bytes, int replicas) {
+  return translator.WeightBytes() + std::max<int64_t>(kv_cache_bytes, 0) * std::max(replicas, 1);
 }
 
 absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& name,
@@ -60,21 +61,32 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   m->info.set_architecture(arch);
   m->info.set_device(device);
   m->info.set_dtype(m->translator->dtype());
+  m->info.set_dtype_choice(m->translator->dtype_choice());
   m->info.set_max_source_tokens(static_cast<int32_t>(
       std::min<int64_t>(c.max_position_embeddings, settings.max_source_tokens)));
   m->info.set_source_language(m->languages.source);
   m->info.set_target_language(m->languages.target);
   for (const std::string& t : m->languages.targets()) m->info.add_target_languages(t);
   m->info.set_loaded(true);
-  m->resident_bytes = ResidentBytesOf(*m->translator, settings.kv_cache_bytes);
-  m->metrics =
-      metrics.AddModel(name, device, m->translator->dtype(), arch, settings.kv_cache_bytes);
-  m->scheduler = std::make_unique<Scheduler>(m->translator.get(), settings.scheduler);
+  const auto asked = settings.model_replicas.find(name);
+  const int replicas =
+      ReplicasFor(asked != settings.model_replicas.end() ? asked->second : settings.replicas,
+                  m->translator->device(), ThreadPool::Engine().size());
+  auto scheduler = ReplicaSet::Create(m->translator.get(), replicas, settings.scheduler);
+  if (!scheduler.ok()) return failed(scheduler.status(), "");
+  m->info.set_replicas(replicas);
+  m->resident_bytes = ResidentBytesOf(*m->translator, settings.kv_cache_bytes, replicas);
+  m->metrics = metrics.AddModel(name, device, m->translator->dtype(), arch,
+                                settings.kv_cache_bytes * replicas, replicas);
+  m->scheduler = *std::move(scheduler);
   m->scheduler->SetObserver(m->metrics.get());
-  Log().info("model '{}' loaded from {} on {}: {}, languages {}-{}, {} MB resident", name, dir,
-             device, arch, m->languages.source.empty() ? "?" : m->languages.source,
-             m->languages.target.empty() ? "?" : m->languages.target,
-             m->resident_bytes / (1 << 20));
+  Log().info(
+      "model '{}' loaded from {} on {}: {}, languages {}-{}, {} MB resident, dtype {}, {} "
+      "replica{}",
+      name, dir, device, arch, m->languages.source.empty() ? "?" : m->languages.source,
+      m->languages.target.empty() ? "?" : m->languages.target, m->resident_bytes / (1 << 20),
+      m->info.dtype_choice().empty() ? m->translator->dtype() : m->info.dtype_choice(), replicas,
+      replicas == 1 ? "" : "s");
   return m;
 }
 

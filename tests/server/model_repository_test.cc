@@ -27,6 +27,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -46,6 +47,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "tests/server/model_repository_client.h"
 #include "tests/testing/model_variants.h"
 #include "transerve/v1/admin.grpc.pb.h"
@@ -882,6 +884,433 @@ TEST_F(ModelRepositoryTest, SighupReloadsTheLoadedModels) {
   })) << server.Log();
   EXPECT_EQ(server.Status("idle").value_or(v1::ModelStatus()).state(), v1::ModelStatus::UNLOADED);
   EXPECT_NE(server.Log().find("SIGHUP"), std::string::npos);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+// --- f. loads side by side (--model_load_threads) ---------------------------------------------
+
+// What the server's log says about loads (docs/model-repository.md, Metrics): each load's start
+// ("model 'M': loading from D (K of N loaders busy)"), its end ("model 'M' loaded from D ..."),
+// a failure, and (at --log_level=debug) each version's freeing. The log's clock has milliseconds.
+struct LoadEvent {
+  enum Kind { kStart, kLoaded, kFailed, kFreed };
+  Kind kind = kStart;
+  int64_t ms = 0;
+  std::string model;
+  int busy = 0;  // kStart: the loads running as it started, itself included
+};
+
+std::vector<LoadEvent> LoadEvents(const std::string& log) {
+  std::vector<LoadEvent> events;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, ms = 0;
+    const std::string head(line.substr(0, 23));
+    if (std::sscanf(head.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d", &y, &mo, &d, &h, &mi, &sec, &ms) !=
+        7) {
+      continue;
+    }
+    const size_t at = line.find("model '");
+    if (at == absl::string_view::npos) continue;
+    const size_t name_end = line.find('\'', at + 7);
+    if (name_end == absl::string_view::npos) continue;
+    LoadEvent e;
+    e.model = std::string(line.substr(at + 7, name_end - at - 7));
+    const absl::string_view rest = line.substr(name_end + 1);
+    if (absl::StartsWith(rest, ": loading from ") ||
+        absl::StartsWith(rest, ": loading a new version from ")) {
+      e.kind = LoadEvent::kStart;
+      const size_t open = rest.rfind('(');
+      if (open == absl::string_view::npos ||
+          std::sscanf(std::string(rest.substr(open)).c_str(), "(%d of", &e.busy) != 1) {
+        continue;
+      }
+    } else if (absl::StartsWith(rest, " loaded from ")) {
+      e.kind = LoadEvent::kLoaded;
+    } else if (absl::StartsWith(rest, ": load failed") ||
+               absl::StartsWith(rest, ": reload failed")) {
+      e.kind = LoadEvent::kFailed;
+    } else if (absl::StartsWith(rest, " version ") && absl::EndsWith(rest, " freed")) {
+      e.kind = LoadEvent::kFreed;
+    } else {
+      continue;
+    }
+    const auto day = std::chrono::sys_days(std::chrono::year(y) / mo / d);
+    e.ms = day.time_since_epoch().count() * int64_t{86400000} +
+           ((h * 60 + mi) * 60 + sec) * int64_t{1000} + ms;
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+struct LoadSpan {
+  std::string model;
+  int64_t start_ms = 0, end_ms = 0;
+};
+
+// What the events say: each load's span, the loads of one model that overlapped (the repository
+// must never run two), and the most versions held at once, a version counted from its load's
+// start to its freeing (or its load's failure). The log's lines are in the order they were
+// written, which is the order of any two events one of which waited for the other.
+struct LoadHistory {
+  std::vector<LoadSpan> spans;
+  std::vector<std::string> same_model_overlaps;
+  int most_held = 0;
+  int most_busy = 0;
+  int starts = 0;
+};
+
+LoadHistory HistoryOf(const std::vector<LoadEvent>& events) {
+  LoadHistory h;
+  std::map<std::string, int64_t> open;  // model -> its running load's start
+  int held = 0;
+  for (const LoadEvent& e : events) {
+    switch (e.kind) {
+      case LoadEvent::kStart:
+        ++h.starts;
+        h.most_busy = std::max(h.most_busy, e.busy);
+        if (open.contains(e.model)) {
+          h.same_model_overlaps.push_back(absl::StrCat(e.model, " at ", e.ms));
+        }
+        open[e.model] = e.ms;
+        h.most_held = std::max(h.most_held, ++held);
+        break;
+      case LoadEvent::kLoaded:
+      case LoadEvent::kFailed:
+        if (auto it = open.find(e.model); it != open.end()) {
+          h.spans.push_back({e.model, it->second, e.ms});
+          open.erase(it);
+        }
+        if (e.kind == LoadEvent::kFailed) --held;
+        break;
+      case LoadEvent::kFreed:
+        --held;
+        break;
+    }
+  }
+  return h;
+}
+
+// Pairs of loads of different models that ran at the same time: one started before the other
+// ended, strictly (one loader thread never gives that, even on the same millisecond).
+int OverlappingPairs(const std::vector<LoadSpan>& spans) {
+  int pairs = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    for (size_t j = i + 1; j < spans.size(); ++j) {
+      const LoadSpan& a = spans[i];
+      const LoadSpan& b = spans[j];
+      pairs += a.model != b.model && a.start_ms < b.end_ms && b.start_ms < a.end_ms;
+    }
+  }
+  return pairs;
+}
+
+// A seed for this run's random models, texts and timings (printed, to run a failure again).
+uint32_t DrawSeed() {
+  const uint32_t seed = std::random_device{}();
+  std::cerr << "seed " << seed << "\n";
+  return seed;
+}
+
+// One first call of a burst: what it asked and what came back.
+struct BurstCall {
+  BurstCall(std::string m, int t, int b) : model(std::move(m)), text(t), beam(b) {}
+  std::string model;
+  int text = 0;
+  int beam = 1;
+  grpc::Status status;
+  Answer answer;
+};
+
+// Sends every call of `calls` at once (one thread each, released together).
+void SendTogether(RepositoryServer* server, std::vector<BurstCall>* calls) {
+  std::latch start(static_cast<std::ptrdiff_t>(calls->size()));
+  std::vector<std::thread> threads;
+  const std::vector<std::string> texts = Pool();
+  for (BurstCall& call : *calls) {
+    threads.emplace_back([&] {
+      auto stub = server->NewTranslator();
+      start.arrive_and_wait();
+      call.status = TranslateOne(stub.get(), call.model, texts[call.text], call.beam, &call.answer);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+// Every call answered OK with its model's own answer, asked again alone once the server is idle.
+void ExpectAnswersAlone(RepositoryServer* server, const std::vector<BurstCall>& calls) {
+  std::map<std::tuple<std::string, int, int>, Answer> alone;
+  int failed = 0;
+  for (const BurstCall& call : calls) {
+    if (!call.status.ok()) {
+      if (++failed <= 5) ADD_FAILURE() << call.model << ": " << Describe(call.status);
+      continue;
+    }
+    const auto key = std::make_tuple(call.model, call.text, call.beam);
+    if (!alone.contains(key)) {
+      Answer a;
+      grpc::Status s =
+          TranslateOne(server->translator(), call.model, Pool()[call.text], call.beam, &a);
+      ASSERT_TRUE(s.ok()) << Describe(s);
+      alone[key] = a;
+    }
+    EXPECT_EQ(call.answer, alone[key])
+        << call.model << " text " << call.text << " beam " << call.beam << ": '" << call.answer.text
+        << "', alone '" << alone[key].text << "'";
+  }
+  EXPECT_EQ(failed, 0) << "of " << calls.size();
+}
+
+// Admin ListModels every 10 ms while it lives: the most resident bytes and loaded models seen.
+class BudgetSampler {
+ public:
+  explicit BudgetSampler(RepositoryServer* server)
+      : thread_([this, server] {
+          while (!stop_.load()) {
+            v1::AdminListModelsResponse list;
+            if (server->List(&list).ok()) {
+              ++samples_;
+              most_resident_ = std::max(most_resident_, list.resident_bytes());
+              most_loaded_ = std::max(most_loaded_, list.loaded_models());
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+        }) {}
+  ~BudgetSampler() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int samples() const { return samples_; }
+  int64_t most_resident() const { return most_resident_; }
+  int most_loaded() const { return most_loaded_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  int samples_ = 0;
+  int64_t most_resident_ = 0;
+  int most_loaded_ = 0;
+  std::thread thread_;  // last: it starts once the fields above exist
+};
+
+// Unloads every model and waits until nothing of the repository is resident.
+void UnloadAll(RepositoryServer* server, const std::vector<std::string>& models) {
+  for (const auto& m : models) {
+    v1::ModelStatus status;
+    ASSERT_TRUE(server->Unload(m, &status).ok());
+  }
+  ASSERT_TRUE(WaitFor(std::chrono::seconds(30), [&] {
+    v1::AdminListModelsResponse list;
+    return server->List(&list).ok() && list.resident_bytes() == 0;
+  }));
+}
+
+// Bursts of first requests to models not loaded, three models a burst, with room for two: two
+// loads run side by side (the log's spans overlap), every answer is its model's, and neither
+// the sampled resident bytes nor the versions held (loading, loaded or not freed yet) ever pass
+// the budget.
+TEST_F(ModelRepositoryTest, ParallelFirstLoadsOverlapWithinTheBudget) {
+  std::mt19937 rng(DrawSeed());
+  const int64_t model_bytes = ProbeResidentBytes();
+  ASSERT_GT(model_bytes, 0);
+  const double budget_mb = 2.5 * static_cast<double>(model_bytes) / (1 << 20);
+  constexpr int kModels = 5, kRounds = 4, kPerBurst = 3, kCallersPerModel = 3;
+  std::vector<std::string> models;
+  for (int i = 0; i < kModels; ++i) {
+    models.push_back(absl::StrCat("p", i));
+    AddVariant(models.back(), rng());
+  }
+  RepositoryServer server(
+      work_, "parallel",
+      {RepositoryFlag(), "--model_load_threads=2", absl::StrCat("--model_memory_mb=", budget_mb),
+       "--log_level=debug", std::string("--admin_token=") + kAdminToken});
+  ASSERT_TRUE(server.serving()) << server.Log();
+  v1::AdminListModelsResponse first;
+  ASSERT_TRUE(server.List(&first).ok());
+  const int64_t budget_bytes = first.memory_budget_bytes();
+  const int fit = static_cast<int>(budget_bytes / model_bytes);
+  ASSERT_EQ(fit, 2);
+
+  BudgetSampler sampler(&server);
+  std::vector<BurstCall> all;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::string> picked = models;
+    std::shuffle(picked.begin(), picked.end(), rng);
+    picked.resize(kPerBurst);
+    std::vector<BurstCall> burst;
+    for (const auto& m : picked) {
+      for (int c = 0; c < kCallersPerModel; ++c) {
+        burst.emplace_back(m, static_cast<int>(rng() % Pool().size()), rng() % 2 ? 4 : 1);
+      }
+    }
+    std::shuffle(burst.begin(), burst.end(), rng);
+    SendTogether(&server, &burst);
+    all.insert(all.end(), burst.begin(), burst.end());
+    UnloadAll(&server, models);
+  }
+  sampler.Stop();
+  ExpectAnswersAlone(&server, all);
+  std::set<std::vector<int32_t>> distinct;
+  for (const auto& m : models) {
+    Answer a;
+    ASSERT_TRUE(TranslateOne(server.translator(), m, Pool()[0], 1, &a).ok());
+    distinct.insert(a.ids);
+  }
+  EXPECT_GT(distinct.size(), 1u) << "the variants translate alike: routing is invisible";
+
+  const LoadHistory history = HistoryOf(LoadEvents(server.Log()));
+  EXPECT_EQ(history.same_model_overlaps, std::vector<std::string>());
+  EXPECT_GE(history.starts, kRounds * kPerBurst);
+  EXPECT_EQ(static_cast<int>(history.spans.size()), history.starts);
+  EXPECT_GT(OverlappingPairs(history.spans), 0) << "no two loads ran at once";
+  EXPECT_EQ(history.most_busy, 2) << "no load started beside another";
+  EXPECT_LE(history.most_held, fit) << "more versions held at once than the budget holds";
+  EXPECT_GT(sampler.samples(), 10);
+  EXPECT_LE(sampler.most_resident(), budget_bytes);
+  EXPECT_LE(sampler.most_loaded(), fit);
+
+  const std::string metrics = server.Metrics();
+  EXPECT_EQ(MetricSum(metrics, "transerve_model_repository_loads_in_flight"), 0);
+  EXPECT_EQ(MetricSum(metrics, "transerve_model_loads_total", {"result=\"ok\""}), history.starts);
+  std::cerr << history.starts << " loads, " << OverlappingPairs(history.spans)
+            << " overlapping pairs, at most " << history.most_held << " versions held\n";
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+// Two loader threads but room for one model: the second load must wait for the first model's
+// memory, so loads never overlap, though first requests to three models arrive together.
+TEST_F(ModelRepositoryTest, ABudgetForOneModelKeepsParallelLoadsApart) {
+  std::mt19937 rng(DrawSeed());
+  const int64_t model_bytes = ProbeResidentBytes();
+  ASSERT_GT(model_bytes, 0);
+  const double budget_mb = 1.5 * static_cast<double>(model_bytes) / (1 << 20);
+  const std::vector<std::string> models = {"q0", "q1", "q2"};
+  for (const auto& m : models) AddVariant(m, rng());
+  RepositoryServer server(
+      work_, "one_room",
+      {RepositoryFlag(), "--model_load_threads=2", absl::StrCat("--model_memory_mb=", budget_mb),
+       "--log_level=debug", std::string("--admin_token=") + kAdminToken});
+  ASSERT_TRUE(server.serving()) << server.Log();
+  BudgetSampler sampler(&server);
+  std::vector<BurstCall> all;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<BurstCall> burst;
+    for (const auto& m : models) {
+      for (int c = 0; c < 2; ++c) {
+        burst.emplace_back(m, static_cast<int>(rng() % Pool().size()), rng() % 2 ? 4 : 1);
+      }
+    }
+    std::shuffle(burst.begin(), burst.end(), rng);
+    SendTogether(&server, &burst);
+    all.insert(all.end(), burst.begin(), burst.end());
+    UnloadAll(&server, models);
+  }
+  sampler.Stop();
+  ExpectAnswersAlone(&server, all);
+  const LoadHistory history = HistoryOf(LoadEvents(server.Log()));
+  EXPECT_GE(history.starts, 3 * static_cast<int>(models.size()));
+  EXPECT_EQ(OverlappingPairs(history.spans), 0);
+  EXPECT_EQ(history.most_busy, 1);
+  EXPECT_EQ(history.most_held, 1);
+  EXPECT_LE(sampler.most_resident(), static_cast<int64_t>(budget_mb * (1 << 20)) + 1);
+  EXPECT_LE(sampler.most_loaded(), 1);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+// Many callers and Admin LoadModel calls for one model at once, with four loader threads: one
+// load. Then reloads, unloads and first requests of that model raced against each other: every
+// call answers, and its loads never overlap (a reload and a load of one model take turns).
+TEST_F(ModelRepositoryTest, OneModelAskedByManyAtOnceLoadsOnce) {
+  std::mt19937 rng(DrawSeed());
+  AddVariant("a", rng());
+  AddVariant("b", rng());
+  RepositoryServer server(work_, "one_load",
+                          {RepositoryFlag(), "--model_load_threads=4", "--log_level=debug",
+                           std::string("--admin_token=") + kAdminToken});
+  ASSERT_TRUE(server.serving()) << server.Log();
+
+  constexpr int kCallersA = 24, kCallersB = 8, kAdminLoads = 4;
+  std::vector<BurstCall> calls;
+  for (int c = 0; c < kCallersA + kCallersB; ++c) {
+    calls.emplace_back(c < kCallersA ? "a" : "b", static_cast<int>(rng() % Pool().size()),
+                       rng() % 2 ? 4 : 1);
+  }
+  std::vector<grpc::Status> admin(kAdminLoads);
+  {
+    std::latch start(kAdminLoads + 1);
+    std::vector<std::thread> loads;
+    for (int i = 0; i < kAdminLoads; ++i) {
+      loads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        v1::ModelStatus status;
+        admin[i] = server.Load("a", &status);
+        if (admin[i].ok() && status.state() != v1::ModelStatus::LOADED) {
+          admin[i] = grpc::Status(grpc::StatusCode::INTERNAL, "answered before it loaded");
+        }
+      });
+    }
+    start.arrive_and_wait();
+    SendTogether(&server, &calls);
+    for (auto& t : loads) t.join();
+  }
+  for (const auto& s : admin) EXPECT_TRUE(s.ok()) << Describe(s);
+  ExpectAnswersAlone(&server, calls);
+  EXPECT_EQ(server.Status("a").value_or(v1::ModelStatus()).loads(), 1);
+  EXPECT_EQ(server.Status("b").value_or(v1::ModelStatus()).loads(), 1);
+  {
+    std::map<std::string, int> starts;
+    for (const LoadEvent& e : LoadEvents(server.Log()))
+      starts[e.model] += e.kind == LoadEvent::kStart;
+    EXPECT_EQ(starts["a"], 1);
+    EXPECT_EQ(starts["b"], 1);
+  }
+
+  // The races: an Admin reload of "a", an unload of it a few milliseconds in, and first
+  // requests after that, each at a random moment.
+  std::vector<BurstCall> raced;
+  int reloads_ok = 0;
+  for (int round = 0; round < 12; ++round) {
+    const int unload_after_ms = static_cast<int>(rng() % 12);
+    std::vector<int> call_after_ms(4);
+    for (int& ms : call_after_ms) ms = unload_after_ms + static_cast<int>(rng() % 12);
+    std::vector<BurstCall> round_calls;
+    for (size_t i = 0; i < call_after_ms.size(); ++i) {
+      round_calls.emplace_back("a", static_cast<int>(rng() % Pool().size()), 1);
+    }
+    grpc::Status reload, unload;
+    std::vector<std::thread> threads;
+    threads.emplace_back([&] {
+      v1::ModelStatus status;
+      reload = server.Reload("a", &status);
+    });
+    threads.emplace_back([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(unload_after_ms));
+      v1::ModelStatus status;
+      unload = server.Unload("a", &status);
+    });
+    for (size_t i = 0; i < round_calls.size(); ++i) {
+      threads.emplace_back([&, i] {
+        auto stub = server.NewTranslator();
+        std::this_thread::sleep_for(std::chrono::milliseconds(call_after_ms[i]));
+        BurstCall& call = round_calls[i];
+        call.status = TranslateOne(stub.get(), "a", Pool()[call.text], 1, &call.answer);
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_TRUE(reload.ok()) << Describe(reload);
+    EXPECT_TRUE(unload.ok()) << Describe(unload);
+    reloads_ok += reload.ok();
+    raced.insert(raced.end(), round_calls.begin(), round_calls.end());
+  }
+  EXPECT_EQ(reloads_ok, 12);
+  ExpectAnswersAlone(&server, raced);
+  const LoadHistory history = HistoryOf(LoadEvents(server.Log()));
+  EXPECT_EQ(history.same_model_overlaps, std::vector<std::string>());
+  EXPECT_EQ(static_cast<int>(history.spans.size()), history.starts);
+  const auto a = server.Status("a");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->failed_loads(), 0);
+  EXPECT_FALSE(a->reloading());
+  EXPECT_EQ(MetricSum(server.Metrics(), "transerve_model_repository_loads_in_flight"), 0);
   EXPECT_EQ(server.Terminate(), 0);
 }
 

@@ -28,7 +28,7 @@ begin_server_test overload
 py() { python3 -c "import sys; print($1)"; }
 
 "$bin/transerve-server" --model_dir="$model" --host=127.0.0.1 --port=0 --metrics_port=-1 --http_port=-1 \
-  --num_threads=1 --max_batch_sequences=$batch --max_queue_wait=${queue_budget}s \
+  --num_threads=1 --max_batch_sequences=$batch --max_queue=1024 --max_queue_wait=${queue_budget}s \
   --drain_timeout=30s >"$work/server.log" 2>&1 &
 server_pid=$!
 wait_serving "$work/server.log" "$server_pid"

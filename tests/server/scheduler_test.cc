@@ -10,7 +10,10 @@
 #include <atomic>
 #include <cmath>
 #include <iostream>
+#include <map>
 #include <optional>
+#include <random>
+#include <set>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -481,6 +484,135 @@ TEST_F(SchedulerTest, SentencesQueuedPastTheBudgetAreResourceExhausted) {
   ASSERT_TRUE(served.WaitForAnswers(2));
   ExpectSameResult(served.result(0), (*beam_)[1], "sentence 1");
   ExpectSameResult(served.result(1), (*beam_)[2], "sentence 2");
+}
+
+// A request's own sentences never spend its queue budget: a document that takes many times the
+// budget to translate, one sentence at a time, is answered in full, each sentence as alone.
+TEST_F(SchedulerTest, ARequestsOwnSentencesNeverExhaustItsQueueBudget) {
+  std::mt19937 rng(20261204);
+  const size_t n = 24;
+  std::vector<size_t> picks(n);
+  for (auto& p : picks) p = std::uniform_int_distribution<size_t>(0, sources_->size() - 1)(rng);
+  // One sentence at a time and 2 ms a step: the last sentence is admitted long after the
+  // budget (24 sentences x up to max_length steps).
+  Scheduler scheduler(translator_, {.admission = {.max_batch_sequences = 1},
+                                    .max_queue_wait = absl::Milliseconds(150),
+                                    .before_step_for_test = [](int64_t) {
+                                      absl::SleepFor(absl::Milliseconds(2));
+                                    }});
+  Outcomes outcomes(n);
+  std::vector<SentenceJob> jobs;
+  for (size_t i = 0; i < n; ++i)
+    jobs.push_back(outcomes.Job(i, (*sources_)[picks[i]], Greedy(max_length_)));
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  ASSERT_TRUE(outcomes.WaitForAnswers(n));
+  EXPECT_GT(absl::Now() - start, absl::Milliseconds(300)) << "the work did not outlast the budget";
+  for (size_t i = 0; i < n; ++i) {
+    ExpectSameResult(outcomes.result(i), (*greedy_)[picks[i]], "sentence " + std::to_string(i));
+  }
+  EXPECT_EQ(outcomes.order(), [n] {
+    std::vector<size_t> in_order(n);
+    for (size_t i = 0; i < n; ++i) in_order[i] = i;
+    return in_order;
+  }()) << "a request's sentences are admitted in their order";
+}
+
+// A one-sentence call that arrives while a document is queued waits for one of the
+// document's sentences, not for all of them; the document's own sentences keep their order.
+TEST_F(SchedulerTest, AnotherCallersSentenceIsServedBetweenADocumentsSentences) {
+  const size_t n = 12;
+  Scheduler scheduler(translator_, {.admission = {.max_batch_sequences = 1}});
+  Outcomes outcomes(n + 1);
+  std::vector<SentenceJob> jobs;
+  for (size_t i = 0; i < n; ++i)
+    jobs.push_back(outcomes.Job(i, (*sources_)[i % sources_->size()], Greedy(max_length_)));
+  std::atomic<bool> submitted{false};
+  auto count = std::move(jobs[0].on_progress);
+  jobs[0].on_progress = [&, count](const std::vector<int32_t>& ids) {
+    count(ids);
+    if (!submitted.exchange(true)) {
+      std::vector<SentenceJob> call;
+      call.push_back(outcomes.Job(n, (*sources_)[1], Greedy(max_length_)));
+      EXPECT_TRUE(scheduler.Submit(std::move(call)).ok());
+    }
+  };
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  ASSERT_TRUE(outcomes.WaitForAnswers(n + 1));
+  const std::vector<size_t> order = outcomes.order();
+  const size_t at = std::find(order.begin(), order.end(), n) - order.begin();
+  EXPECT_LE(at, 2u) << "the call waited behind the document";
+  std::vector<size_t> document;
+  for (size_t i : order) {
+    if (i != n) document.push_back(i);
+  }
+  EXPECT_TRUE(std::is_sorted(document.begin(), document.end()));
+  ExpectSameResult(outcomes.result(n), (*greedy_)[1], "the call");
+}
+
+// While a small request has work, a large one decodes at most max_request_live sentences at
+// once; alone, it fills the batch.
+TEST_F(SchedulerTest, ALargeRequestHoldsFewSentencesWhileASmallOneHasWork) {
+  const size_t n = 40;
+  AdmissionPolicy policy;
+  policy.max_batch_sequences = 16;
+  policy.max_request_live = 3;
+  // Steps are numbered by the hook; progress calls say which sentences a step ran.
+  absl::Mutex mu;
+  int64_t step = 0;
+  std::map<int64_t, std::set<size_t>> document_rows;  // step -> the document's sentences in it
+  std::set<int64_t> call_steps;
+  Scheduler scheduler(translator_, {.admission = policy, .before_step_for_test = [&](int64_t s) {
+                                      absl::MutexLock lock(&mu);
+                                      step = s;
+                                    }});
+  Outcomes outcomes(n + 1);
+  std::vector<SentenceJob> jobs;
+  std::atomic<bool> submitted{false};
+  for (size_t i = 0; i < n; ++i) {
+    // Short sentences, so the document's share shrinks within a few steps of the call.
+    jobs.push_back(outcomes.Job(i, (*sources_)[i % sources_->size()], Greedy(3)));
+    auto count = std::move(jobs.back().on_progress);
+    jobs.back().on_progress = [&, count, i](const std::vector<int32_t>& ids) {
+      count(ids);
+      {
+        absl::MutexLock lock(&mu);
+        document_rows[step].insert(i);
+      }
+      if (!submitted.exchange(true)) {
+        std::vector<SentenceJob> call;
+        call.push_back(outcomes.Job(n, (*sources_)[0], Greedy(max_length_)));
+        auto counted = std::move(call.back().on_progress);
+        call.back().on_progress = [&, counted](const std::vector<int32_t>& ids) {
+          counted(ids);
+          absl::MutexLock lock(&mu);
+          call_steps.insert(step);
+        };
+        EXPECT_TRUE(scheduler.Submit(std::move(call)).ok());
+      }
+    };
+  }
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  ASSERT_TRUE(outcomes.WaitForAnswers(n + 1));
+  ExpectSameResult(outcomes.result(n), (*greedy_)[0], "the call");
+  for (size_t i = 0; i < n; ++i) ASSERT_TRUE(outcomes.result(i).ok()) << i;
+  absl::MutexLock lock(&mu);
+  ASSERT_GT(call_steps.size(), 6u);
+  size_t most_alone = 0;
+  for (const auto& [s, rows] : document_rows) {
+    if (!call_steps.contains(s)) most_alone = std::max(most_alone, rows.size());
+  }
+  EXPECT_GT(most_alone, 3u) << "alone, the document should have filled more of the batch";
+  // A step's progress reports the sentences that stay live; the document's sentences admitted
+  // before the call leave within 3 steps: from then on it holds at most 3.
+  const int64_t settled = *call_steps.begin() + 3;
+  size_t shared_steps = 0;
+  for (int64_t s : call_steps) {
+    if (s < settled || !document_rows.contains(s)) continue;
+    ++shared_steps;
+    EXPECT_LE(document_rows[s].size(), 3u) << "step " << s;
+  }
+  EXPECT_GT(shared_steps, 3u) << "the call and the document hardly ran side by side";
 }
 
 TEST_F(SchedulerTest, FullQueueIsResourceExhaustedAndQueuesNothing) {

@@ -69,6 +69,7 @@ const Reference& Expected() {
     auto* r = new Reference();
     TranslatorOptions o;
     o.model_dir = ModelDir();
+    o.dtype = "float32";  // as BaseConfig
     o.num_threads = 1;
     auto t = Translator::Create(o);
     EXPECT_TRUE(t.ok()) << t.status();
@@ -652,7 +653,7 @@ TEST(ServerMetricsTest, CountsMatchRequests) {
   EXPECT_TRUE(std::regex_search(
       text,
       std::regex(
-          R"(\ntranserve_model_info\{architecture="marian[^"]*",device="cpu",dtype="float32",model="model"\} 1\n)")))
+          R"(\ntranserve_model_info\{architecture="marian[^"]*",device="cpu",dtype="float32",model="model",replicas="1"\} 1\n)")))
       << text;
   EXPECT_NE(text.find("transerve_queue_wait_seconds_bucket"), std::string::npos);
   EXPECT_NE(text.find("transerve_time_to_first_token_seconds_bucket"), std::string::npos);

@@ -19,10 +19,12 @@ namespace transerve::testing {
 
 inline std::string ModelDir() { return TRANSERVE_SOURCE_DIR "/tests/fixtures/tiny-marian/model"; }
 
-// One model, one engine thread, no metrics listener (MetricsText() reads them).
+// One model, one engine thread, no metrics listener (MetricsText() reads them), float32 (the
+// tests check the dtype reported; auto may pick int8).
 inline ServerConfig BaseConfig() {
   ServerConfig c;
   c.model_dirs = {ModelDir()};
+  c.dtype = "float32";
   c.address = "127.0.0.1:0";
   c.metrics_address = "";
   c.num_threads = 1;

@@ -48,7 +48,7 @@ def score(hyps, refs) -> dict:
             "lines": len(hyps)}
 
 
-def run_cpp(binary, model_dir, src_lines, beam, threads, max_length, dtype="auto"):
+def run_cpp(binary, model_dir, src_lines, beam, threads, max_length, dtype="float32"):
     cmd = [binary, f"--model_dir={model_dir}", f"--beam_size={beam}", "--output_format=jsonl",
            f"--num_threads={threads}", f"--dtype={dtype}"]
     if max_length:
@@ -98,11 +98,11 @@ def cmd_score(args) -> int:
 
 def cmd_run(args) -> int:
     engines = [e for e in args.engines.split(",") if e]
-    # "cpp" once per --cpp_dtypes entry: cpp (auto), cpp-int8, cpp-bfloat16, ...
+    # "cpp" once per --cpp_dtypes entry: cpp (float32), cpp-int8, cpp-bfloat16, cpp-auto, ...
     dtypes = [d for d in args.cpp_dtypes.split(",") if d]
     if "cpp" in engines:
         i = engines.index("cpp")
-        engines[i:i + 1] = ["cpp" if d == "auto" else f"cpp-{d}" for d in dtypes]
+        engines[i:i + 1] = ["cpp" if d == "float32" else f"cpp-{d}" for d in dtypes]
     beams = [int(b) for b in args.beams.split(",") if b]
     os.makedirs(args.out_dir, exist_ok=True)
     binary = args.translate_bin
@@ -125,7 +125,7 @@ def cmd_run(args) -> int:
                     n = min(n, args.reference_limit)
                 src, ref = src_all[:n], ref_all[:n]
                 if engine.startswith("cpp"):
-                    dtype = engine[len("cpp-"):] if engine != "cpp" else "auto"
+                    dtype = engine[len("cpp-"):] if engine != "cpp" else "float32"
                     recs, dt = run_cpp(binary, args.model_dir, src, beam, args.cpp_threads,
                                        args.max_length, dtype)
                 elif engine == "reference":
@@ -204,9 +204,10 @@ def main(argv=None) -> int:
     r.add_argument("--max_length", type=int, default=0, help="0 = the model's default")
     r.add_argument("--translate_bin",
                    default=os.path.join(REPO, "build", "bin", "transerve-translate"))
-    r.add_argument("--cpp_dtypes", default="auto",
+    r.add_argument("--cpp_dtypes", default="float32",
                    help="comma list of --dtype values for the C++ engine, each its own run "
-                        "(auto, float32, bfloat16, int8); further ones are compared with the first")
+                        "(float32, bfloat16, int8, auto: the engine's default, int8 where the model "
+                        "passes its check); further ones are compared with the first")
     r.add_argument("--cpp_threads", type=int, default=0, help="C++ --num_threads (0 = all cores)")
     r.add_argument("--out_dir", required=True, help="hypothesis files go here")
     r.add_argument("--json", help="write all results to this file")

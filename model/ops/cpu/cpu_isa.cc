@@ -104,6 +104,8 @@ absl::Status SetCpuIsa(const std::string& name) {
   return absl::OkStatus();
 }
 
+std::string CpuIsa() { return kLevels[CurrentLevel().load(std::memory_order_relaxed)].name; }
+
 std::string CpuKernelDescription() {
   const Level& level = kLevels[CurrentLevel().load(std::memory_order_relaxed)];
   return absl::StrCat("CPU kernels ", level.name, ": float32 ", level.kernels.float_name,

@@ -15,6 +15,7 @@ const KernelSet& ActiveKernels();
 
 std::vector<std::string> SupportedCpuIsas();
 absl::Status SetCpuIsa(const std::string& name);
+std::string CpuIsa();
 std::string CpuKernelDescription();
 
 }  // namespace transerve::ops::cpu

@@ -20,7 +20,9 @@ class ParityTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     expected_ = LoadExpected(GetParam());
     ASSERT_FALSE(expected_.is_discarded());
-    auto t = Translator::Create({.model_dir = FixtureModelDir(GetParam()), .device = "cpu"});
+    // float32: parity with the PyTorch reference's float32 (auto may pick int8).
+    auto t = Translator::Create(
+        {.model_dir = FixtureModelDir(GetParam()), .device = "cpu", .dtype = "float32"});
     ASSERT_TRUE(t.ok()) << t.status();
     translator_ = *std::move(t);
   }

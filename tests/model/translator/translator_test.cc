@@ -17,8 +17,10 @@ namespace {
 class TranslatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto t = Translator::Create(
-        {.model_dir = testing::FixtureModelDir(testing::kFixtureNames[0]), .device = "cpu"});
+    // float32: the greedy ids are the PyTorch reference's (auto may pick int8).
+    auto t = Translator::Create({.model_dir = testing::FixtureModelDir(testing::kFixtureNames[0]),
+                                 .device = "cpu",
+                                 .dtype = "float32"});
     ASSERT_TRUE(t.ok()) << t.status();
     translator_ = *std::move(t);
     expected_ = testing::LoadExpected(testing::kFixtureNames[0]);
