@@ -26,7 +26,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from server_variants_bench import Server  # noqa: E402
+from server_variants_bench import Server, loadgen  # noqa: E402
 
 
 def make_document(text_path, chars):
@@ -80,14 +80,9 @@ def http_post(server, path, body):
             "body": answer.decode(errors="replace")}
 
 
-def loadgen(bin_dir, server, args, out_json):
-    cmd = [os.path.join(bin_dir, "transerve-loadgen"), f"--target=127.0.0.1:{server.port}",
-           f"--input={args.input or args.text}", "--order=random", f"--rate={args.rate}",
-           f"--duration={args.duration}", f"--warmup={args.warmup}", "--deadline=120",
-           f"--json={out_json}"]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    with open(out_json) as f:
-        return json.load(f)
+def callers(args, server, out_json):
+    return loadgen(args.bin_dir, server, args.input or args.text, f"--rate={args.rate}",
+                   args.duration, args.warmup, out_json)
 
 
 def main():
@@ -141,7 +136,7 @@ def main():
                                    "libretranslate": {k: o_lt[k] for k in ("seconds", "status")},
                                    "v1": {k: o_v1[k] for k in ("seconds", "status")}}
                 # Other callers alone, then beside documents sent back to back.
-                r["alone"] = loadgen(args.bin_dir, server, args, os.path.join(args.out, tag + "_alone.json"))
+                r["alone"] = callers(args, server, os.path.join(args.out, tag + "_alone.json"))
                 docs = []
                 stop = threading.Event()
 
@@ -153,8 +148,7 @@ def main():
 
                 sender = threading.Thread(target=send_documents)
                 sender.start()
-                r["with_document"] = loadgen(args.bin_dir, server, args,
-                                             os.path.join(args.out, tag + "_with.json"))
+                r["with_document"] = callers(args, server, os.path.join(args.out, tag + "_with.json"))
                 stop.set()
                 sender.join()
                 r["documents_during"] = docs

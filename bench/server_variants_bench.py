@@ -86,11 +86,12 @@ class Server:
         self.log.close()
 
 
-def loadgen(bin_dir, server, args, concurrency, out_json):
+def loadgen(bin_dir, server, sentences, load, duration, warmup, out_json, extra=()):
+    """One transerve-loadgen run against `server` (`load`: "--concurrency=N" or "--rate=R");
+    its JSON report."""
     cmd = [os.path.join(bin_dir, "transerve-loadgen"), f"--target=127.0.0.1:{server.port}",
-           f"--input={args.input}", "--order=random", f"--concurrency={concurrency}",
-           f"--duration={args.duration}", f"--warmup={args.warmup}", "--deadline=120",
-           f"--json={out_json}"] + shlex.split(args.loadgen_args)
+           f"--input={sentences}", "--order=random", load, f"--duration={duration}",
+           f"--warmup={warmup}", "--deadline=120", f"--json={out_json}"] + list(extra)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(out_json) as f:
         return json.load(f)
@@ -124,8 +125,10 @@ def main():
             server = Server(args.bin_dir, args.model_dir, flags, os.path.join(args.out, tag + ".log"))
             try:
                 for c in concurrencies:
-                    report = loadgen(args.bin_dir, server, args, c,
-                                     os.path.join(args.out, f"{tag}_c{c}.json"))
+                    report = loadgen(args.bin_dir, server, args.input, f"--concurrency={c}",
+                                     args.duration, args.warmup,
+                                     os.path.join(args.out, f"{tag}_c{c}.json"),
+                                     shlex.split(args.loadgen_args))
                     runs.append({"round": rnd, "variant": name, "flags": flags, "concurrency": c,
                                  "report": report, "models": server.models})
                     lat = report["latency_seconds"]

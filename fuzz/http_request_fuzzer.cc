@@ -197,7 +197,8 @@ Json JsonReplyOrTrap(const HttpReply& reply, const std::set<int>& statuses) {
 // A native API reply: JSON, an API status; an error is {"error": {code, status, message}}, 500
 // only for a backend failing so.
 void CheckNativeReply(const HttpReply& reply, const FakeBackend& backend) {
-  static const std::set<int> kStatuses = {200, 400, 401, 403, 404, 413, 429, 499, 500, 501, 503, 504};
+  static const std::set<int> kStatuses = {200, 400, 401, 403, 404, 413,
+                                          429, 499, 500, 501, 503, 504};
   const Json body = JsonReplyOrTrap(reply, kStatuses);
   if (reply.status == 200) return;
   Check(Has(body, "error") && body["error"].is_object() && body["error"]["code"].is_number() &&

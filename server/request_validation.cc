@@ -5,14 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/tokenizer/utf8.h"
+#include "text/utf8_chars.h"
 
 namespace transerve {
-
-int64_t CountCodePoints(std::string_view text) {
-  int64_t n = 0;
-  for (char c : text) n += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
-  return n;
-}
 
 absl::StatusOr<DecodingOptions> ResolveOptions(const v1::DecodingOptions& requested,
                                                const Translator& translator,
@@ -71,7 +66,7 @@ absl::StatusOr<text::DocumentOptions> ResolveDocumentOptions(const v1::Translate
   for (int i = 0; i < d.protected_terms_size(); ++i) {
     const std::string& term = d.protected_terms(i);
     size_t bad = 0;
-    if (term.empty() || !utf8::IsValid(term, &bad) || CountCodePoints(term) > 256) {
+    if (term.empty() || !utf8::IsValid(term, &bad) || text::CountCodePoints(term) > 256) {
       return absl::InvalidArgumentError(absl::StrCat(
           "document.protected_terms[", i, "] must be 1 to 256 characters of valid UTF-8"));
     }
@@ -113,7 +108,7 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& reque
       return absl::InvalidArgumentError(
           absl::StrCat("texts[", i, "] is not valid UTF-8 (at byte ", bad, ")"));
     }
-    const int64_t chars = CountCodePoints(text);
+    const int64_t chars = text::CountCodePoints(text);
     if (chars > limits.max_text_chars) {
       return absl::InvalidArgumentError(absl::StrCat(
           "texts[", i, "] has ", chars, " characters; the limit is ", limits.max_text_chars));

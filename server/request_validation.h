@@ -64,7 +64,4 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& reque
                                                const std::string& target_token = "",
                                                const std::string& source_language = "");
 
-// Number of Unicode code points of valid UTF-8 text.
-int64_t CountCodePoints(std::string_view text);
-
 }  // namespace transerve

@@ -14,9 +14,8 @@ namespace transerve {
 
 struct Scheduler::Flow {
   TurnQueue<std::unique_ptr<Entry>>::Flow turns;
-  bool small = false;  // IsSmallRequest
-  int64_t queued = 0;
-  int64_t live = 0;
+  bool small = false;     // IsSmallRequest
+  int64_t queued = 0;     // sentences
   int64_t live_rows = 0;  // its live sentences' beams
   int64_t in_view = 0;    // Admit's count of its rows in the plan's view
   // Submit, or the latest admission or finish of one of its sentences: the queue's time budget
@@ -62,6 +61,9 @@ absl::Status LeaveReason(const SentenceJob& job, absl::Time now) {
 }
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+// The decoder rows a sentence takes while live: one per beam.
+int64_t RowsOf(const SentenceJob& job) { return std::max(1, job.options.beam_size); }
 
 }  // namespace
 
@@ -136,7 +138,7 @@ absl::Status Scheduler::Submit(std::vector<SentenceJob> jobs) {
   }
   auto flow = std::make_shared<Flow>();
   int64_t rows = 0;
-  for (const SentenceJob& job : jobs) rows += std::max(1, job.options.beam_size);
+  for (const SentenceJob& job : jobs) rows += RowsOf(job);
   flow->small = IsSmallRequest(options_.admission, rows);
   flow->last_progress = now;
   for (SentenceJob& job : jobs) {
@@ -345,7 +347,7 @@ void Scheduler::Admit(absl::Time now) {
        ++it, ++scanned) {
     const Entry& entry = *it->second;
     Flow& flow = *entry.flow;
-    const int64_t rows = std::max(1, entry.job.options.beam_size);
+    const int64_t rows = RowsOf(entry.job);
     const int64_t held = flow.live_rows + flow.in_view;
     if (held > 0 && held + rows > request_limit) continue;
     flow.in_view += rows;
@@ -421,8 +423,7 @@ void Scheduler::EncodeAndStart(std::vector<std::unique_ptr<Entry>> batch, absl::
       Answer(entry->job, per_source[i].status());
       continue;
     }
-    CountFlow(flow, -1, 1);
-    flow.live_rows += std::max(1, entry->job.options.beam_size);
+    CountFlow(flow, -1, RowsOf(entry->job));
     flow.last_progress = admitted;
     if (!entry->queue_wait_seen) {
       entry->queue_wait_seen = true;
@@ -440,8 +441,7 @@ void Scheduler::Preempt(size_t index) {
   live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(index));
   preempted.search.reset();  // blocks back to the pool now
   preempted.entry->reported_steps = std::max(preempted.entry->reported_steps, preempted.steps);
-  CountFlow(*preempted.entry->flow, 1, -1);
-  preempted.entry->flow->live_rows -= std::max(1, preempted.entry->job.options.beam_size);
+  CountFlow(*preempted.entry->flow, 1, -RowsOf(preempted.entry->job));
   backlog_.PushFront(std::move(preempted.entry));
   kv_pressure_ = true;
   ++preemptions_;
@@ -514,8 +514,7 @@ void Scheduler::Retire(size_t index, absl::StatusOr<SearchResult> result) {
   leaving.search.reset();  // blocks back to the pool before the caller hears
   kv_pressure_ = false;
   Flow& flow = *leaving.entry->flow;
-  CountFlow(flow, 0, -1);
-  flow.live_rows -= std::max(1, leaving.entry->job.options.beam_size);
+  CountFlow(flow, 0, -RowsOf(leaving.entry->job));
   flow.last_progress = absl::Now();
   Answer(leaving.entry->job, std::move(result));
 }
@@ -529,11 +528,11 @@ void Scheduler::AnswerEverything(const absl::Status& status) {
   }
 }
 
-void Scheduler::CountFlow(Flow& flow, int64_t queued, int64_t live) {
-  const bool had_work = flow.queued + flow.live > 0;
+void Scheduler::CountFlow(Flow& flow, int64_t queued, int64_t live_rows) {
+  const bool had_work = flow.queued + flow.live_rows > 0;
   flow.queued += queued;
-  flow.live += live;
-  const bool has_work = flow.queued + flow.live > 0;
+  flow.live_rows += live_rows;
+  const bool has_work = flow.queued + flow.live_rows > 0;
   if (flow.small) {
     small_requests_with_work_ += static_cast<int64_t>(has_work) - static_cast<int64_t>(had_work);
   }

@@ -158,8 +158,9 @@ class Scheduler {
   void EncodeAndStart(std::vector<std::unique_ptr<Entry>> batch, absl::Time now);
   void StepOnce();
   void Preempt(size_t index);
-  // A request's counts moved: queued and live sentences (small_requests_with_work_ follows).
-  void CountFlow(Flow& flow, int64_t queued, int64_t live);
+  // A request's counts moved: queued sentences and live rows (small_requests_with_work_
+  // follows).
+  void CountFlow(Flow& flow, int64_t queued, int64_t live_rows);
   // A live sentence leaves for good: its search is destroyed first (KV blocks back to the pool),
   // then its job is answered with `result`.
   void Retire(size_t index, absl::StatusOr<SearchResult> result);

@@ -12,6 +12,14 @@
 
 namespace transerve::text {
 
+// The number of code points of UTF-8 text (the bytes that start one; for valid UTF-8, what
+// the request limits count as characters).
+inline int64_t CountCodePoints(std::string_view s) {
+  int64_t n = 0;
+  for (char c : s) n += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 // The code point starting at byte `pos` (-1 at the end or for invalid bytes); `*length` gets
 // its byte length.
 inline UChar32 CharAt(std::string_view s, size_t pos, size_t* length = nullptr) {

@@ -11,6 +11,7 @@
 #include "server/http/libretranslate_request.h"
 #include "text/language_code.h"
 #include "text/language_detector.h"
+#include "text/utf8_chars.h"
 
 namespace transerve::http {
 namespace {
@@ -30,11 +31,6 @@ HttpReply JsonReply(int status, const Json& body) {
 std::string Shown(const std::string& s) {
   constexpr size_t kShown = 64;
   return s.size() <= kShown ? s : s.substr(0, kShown) + "...";
-}
-
-size_t CountCodePoints(const std::string& s) {
-  return static_cast<size_t>(std::count_if(
-      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 // LibreTranslate's 0..100 from the detector's 0..1.
@@ -71,7 +67,7 @@ std::optional<HttpReply> CheckLimits(const LtTranslateArgs& a, const LtSettings&
   }
   if (settings.char_limit != -1) {
     for (const std::string& text : a.q) {
-      const size_t n = CountCodePoints(text);
+      const auto n = static_cast<size_t>(text::CountCodePoints(text));
       if (n > static_cast<size_t>(std::max(0, settings.char_limit))) {
         // LibreTranslate's words; 413 rather than its 400, as the text itself is too large.
         return LtErrorReply(413, absl::StrCat("Invalid request: request (", n,
@@ -183,7 +179,7 @@ Json MergedDetections(const std::vector<std::vector<text::DetectedLanguage>>& pe
       if (inserted) it->second.first_seen = merged.size();
       it->second.confidence_sum += Percent(d.confidence);
       it->second.count += 1;
-      it->second.length += CountCodePoints(texts[i]);
+      it->second.length += static_cast<size_t>(text::CountCodePoints(texts[i]));
     }
   }
   std::vector<std::pair<std::string, Merged>> order(merged.begin(), merged.end());

@@ -2,7 +2,6 @@
 
 #include <google/protobuf/util/json_util.h>
 
-#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -10,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/grpc_status.h"
+#include "text/utf8_chars.h"
 
 namespace transerve::http {
 namespace {
@@ -110,11 +110,7 @@ grpc::Status ParseTranslateRequest(const HttpInput& in, v1::TranslateRequest* re
 std::optional<HttpReply> TextOverLimit(const v1::TranslateRequest& request, int char_limit) {
   if (char_limit < 0) return std::nullopt;
   for (int i = 0; i < request.texts_size(); ++i) {
-    // Code points of valid UTF-8 (the service refuses the rest): bytes that start one.
-    const std::string& text = request.texts(i);
-    const int64_t chars = std::count_if(text.begin(), text.end(), [](char c) {
-      return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-    });
+    const int64_t chars = text::CountCodePoints(request.texts(i));
     if (chars > char_limit) {
       // The same words as the gRPC answer; 413, since the text itself is what is too large.
       return JsonReply(

@@ -1108,6 +1108,32 @@ void UnloadAll(RepositoryServer* server, const std::vector<std::string>& models)
 // loads run side by side (the log's spans overlap), every answer is its model's, and neither
 // the sampled resident bytes nor the versions held (loading, loaded or not freed yet) ever pass
 // the budget.
+// `rounds` bursts of first requests: each to `per_burst` of `models` drawn at random,
+// `callers` calls per model (random texts of the pool, greedy or beam 4) sent together, then
+// every model unloaded, so that the next burst loads them again. Every call, answered.
+template <typename Rng>
+std::vector<BurstCall> FirstRequestRounds(RepositoryServer* server,
+                                          const std::vector<std::string>& models, int rounds,
+                                          size_t per_burst, int callers, Rng& rng) {
+  std::vector<BurstCall> all;
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::string> picked = models;
+    std::shuffle(picked.begin(), picked.end(), rng);
+    picked.resize(std::min(per_burst, picked.size()));
+    std::vector<BurstCall> burst;
+    for (const auto& m : picked) {
+      for (int c = 0; c < callers; ++c) {
+        burst.emplace_back(m, static_cast<int>(rng() % Pool().size()), rng() % 2 ? 4 : 1);
+      }
+    }
+    std::shuffle(burst.begin(), burst.end(), rng);
+    SendTogether(server, &burst);
+    all.insert(all.end(), burst.begin(), burst.end());
+    UnloadAll(server, models);
+  }
+  return all;
+}
+
 TEST_F(ModelRepositoryTest, ParallelFirstLoadsOverlapWithinTheBudget) {
   std::mt19937 rng(DrawSeed());
   const int64_t model_bytes = ProbeResidentBytes();
@@ -1131,22 +1157,8 @@ TEST_F(ModelRepositoryTest, ParallelFirstLoadsOverlapWithinTheBudget) {
   ASSERT_EQ(fit, 2);
 
   BudgetSampler sampler(&server);
-  std::vector<BurstCall> all;
-  for (int round = 0; round < kRounds; ++round) {
-    std::vector<std::string> picked = models;
-    std::shuffle(picked.begin(), picked.end(), rng);
-    picked.resize(kPerBurst);
-    std::vector<BurstCall> burst;
-    for (const auto& m : picked) {
-      for (int c = 0; c < kCallersPerModel; ++c) {
-        burst.emplace_back(m, static_cast<int>(rng() % Pool().size()), rng() % 2 ? 4 : 1);
-      }
-    }
-    std::shuffle(burst.begin(), burst.end(), rng);
-    SendTogether(&server, &burst);
-    all.insert(all.end(), burst.begin(), burst.end());
-    UnloadAll(&server, models);
-  }
+  const std::vector<BurstCall> all =
+      FirstRequestRounds(&server, models, kRounds, kPerBurst, kCallersPerModel, rng);
   sampler.Stop();
   ExpectAnswersAlone(&server, all);
   std::set<std::vector<int32_t>> distinct;
@@ -1191,19 +1203,7 @@ TEST_F(ModelRepositoryTest, ABudgetForOneModelKeepsParallelLoadsApart) {
        "--log_level=debug", std::string("--admin_token=") + kAdminToken});
   ASSERT_TRUE(server.serving()) << server.Log();
   BudgetSampler sampler(&server);
-  std::vector<BurstCall> all;
-  for (int round = 0; round < 3; ++round) {
-    std::vector<BurstCall> burst;
-    for (const auto& m : models) {
-      for (int c = 0; c < 2; ++c) {
-        burst.emplace_back(m, static_cast<int>(rng() % Pool().size()), rng() % 2 ? 4 : 1);
-      }
-    }
-    std::shuffle(burst.begin(), burst.end(), rng);
-    SendTogether(&server, &burst);
-    all.insert(all.end(), burst.begin(), burst.end());
-    UnloadAll(&server, models);
-  }
+  const std::vector<BurstCall> all = FirstRequestRounds(&server, models, 3, models.size(), 2, rng);
   sampler.Stop();
   ExpectAnswersAlone(&server, all);
   const LoadHistory history = HistoryOf(LoadEvents(server.Log()));

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "text/utf8_chars.h"
+
 namespace transerve {
 namespace {
 
@@ -153,9 +155,9 @@ TEST(RequestValidationTest, DocumentOptionsAreChecked) {
 }
 
 TEST(RequestValidationTest, CountsCodePoints) {
-  EXPECT_EQ(CountCodePoints(""), 0);
-  EXPECT_EQ(CountCodePoints("abc"), 3);
-  EXPECT_EQ(CountCodePoints("äöü€😀"), 5);
+  EXPECT_EQ(text::CountCodePoints(""), 0);
+  EXPECT_EQ(text::CountCodePoints("abc"), 3);
+  EXPECT_EQ(text::CountCodePoints("äöü€😀"), 5);
 }
 
 }  // namespace

@@ -91,15 +91,18 @@ TEST(TurnQueue, ItemsSentBackToTheFrontComeFirstNewestFirst) {
 
 TEST(TurnQueue, AnErasedItemDoesNotServeItsTurn) {
   TurnQueue<Item> q;
-  TurnQueue<Item>::Flow document, call;
+  TurnQueue<Item>::Flow document, other, call;
   for (int i = 0; i < 10; ++i) q.Push(document, {0, i});
-  // The document leaves (cancelled) without being served: a new call starts at the first turn.
-  for (auto it = q.begin(); it != q.end();) it = q.Erase(it);
-  q.Push(call, {1, 0});
-  q.Push(document, {0, 10});  // its flow's turns moved on: it comes after the call
+  for (int i = 0; i < 3; ++i) q.Push(other, {1, i});
+  // The document leaves (cancelled) without being served: the turns stay where they were, so
+  // a new call takes the first one, between the other request's first and second sentences.
+  for (auto it = q.begin(); it != q.end();) it = it->second.flow == 0 ? q.Erase(it) : ++it;
+  q.Push(call, {2, 0});
   const std::vector<Item> order = Drain(q);
-  ASSERT_EQ(order.size(), 2u);
+  ASSERT_EQ(order.size(), 4u);
   EXPECT_EQ(order[0].flow, 1);
+  EXPECT_EQ(order[1].flow, 2) << "the erased sentences' turns were counted as served";
+  EXPECT_EQ(order[2].flow, 1);
 }
 
 TEST(RequestLiveLimit, BindsLargeRequestsOnlyWhileSmallOnesAreAbout) {
