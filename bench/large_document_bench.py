@@ -81,8 +81,29 @@ def http_post(server, path, body):
 
 
 def callers(args, server, out_json):
+    """The other callers' loadgen report, with every call kept (--calls) for the timeline."""
     return loadgen(args.bin_dir, server, args.input or args.text, f"--rate={args.rate}",
-                   args.duration, args.warmup, out_json)
+                   args.duration, args.warmup, out_json, extra=["--calls"])
+
+
+def p99(values):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(0.99 * len(values)))] if values else float("nan")
+
+
+def near_document_ends(calls, docs, window_start, margin):
+    """The callers' latencies split by when they were due: within `margin` seconds after a
+    document was sent or before its answer (when the server splits it into sentences and
+    tokenizes it, or builds its answer), or while a document was in its middle."""
+    near, middle = [], []
+    for due, latency, status in calls:
+        if status != "OK":
+            continue
+        t = window_start + due
+        edge = any(d["start"] <= t <= d["start"] + margin or d["end"] - margin <= t <= d["end"]
+                   for d in docs)
+        (near if edge else middle).append(latency)
+    return near, middle
 
 
 def main():
@@ -96,6 +117,9 @@ def main():
     ap.add_argument("--warmup", type=float, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--variant", action="append", required=True, help='"NAME=FLAGS..."')
+    ap.add_argument("--edge_seconds", type=float, default=0.5,
+                    help="the callers' p99 is also split by calls due this close to a "
+                         "document's start or end, and the others")
     ap.add_argument("--bin_dir", default="build/bin")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -139,12 +163,15 @@ def main():
                 r["alone"] = callers(args, server, os.path.join(args.out, tag + "_alone.json"))
                 docs = []
                 stop = threading.Event()
+                began = time.monotonic()
 
                 def send_documents():
                     time.sleep(max(0.0, args.warmup - 0.5))
                     while not stop.is_set():
+                        start = time.monotonic() - began
                         d = grpc_document(args.bin_dir, server, doc)
-                        docs.append({"seconds": d["seconds"], "rc": d["rc"]})
+                        docs.append({"seconds": d["seconds"], "rc": d["rc"], "start": start,
+                                     "end": start + d["seconds"]})
 
                 sender = threading.Thread(target=send_documents)
                 sender.start()
@@ -152,6 +179,11 @@ def main():
                 stop.set()
                 sender.join()
                 r["documents_during"] = docs
+                # The loadgen's window starts after its warm-up (its own start-up is a few ms).
+                near, middle = near_document_ends(r["with_document"].get("calls", []), docs,
+                                                  args.warmup, args.edge_seconds)
+                r["with_document_split"] = {"near_edges": len(near), "near_edges_p99": p99(near),
+                                            "middle": len(middle), "middle_p99": p99(middle)}
             finally:
                 server.stop()
             a, w = r["alone"]["latency_seconds"], r["with_document"]["latency_seconds"]
@@ -159,7 +191,10 @@ def main():
                   f"(stream first byte {r['idle']['grpc_stream']['first_byte_seconds']:.2f} s, "
                   f"LT {r['idle']['libretranslate']['seconds']:.1f} s {r['idle']['libretranslate']['status']}); "
                   f"callers p99 {a['p99'] * 1e3:.0f} -> {w['p99'] * 1e3:.0f} ms "
-                  f"({len(docs)} documents beside them)", flush=True)
+                  f"({len(docs)} documents beside them; p99 of the {len(near)} calls due within "
+                  f"{args.edge_seconds:g} s of a document's start or end "
+                  f"{p99(near) * 1e3:.0f} ms, of the {len(middle)} others {p99(middle) * 1e3:.0f} ms)",
+                  flush=True)
             results.append(r)
 
     def med(name, f):

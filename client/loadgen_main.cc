@@ -67,6 +67,9 @@ ABSL_FLAG(std::string, http_target, "",
 ABSL_FLAG(std::string, source_language, "en", "--http_api=libretranslate: the \"source\" sent");
 ABSL_FLAG(std::string, target_language, "de", "--http_api=libretranslate: the \"target\" sent");
 ABSL_FLAG(std::string, json, "", "Write the report (a sweep: every run) as JSON here");
+ABSL_FLAG(bool, calls, false,
+          "With --json: every measured call too, as [due seconds from the window's start, "
+          "latency seconds, status] (a timeline of the tail)");
 
 namespace transerve {
 namespace {
@@ -187,6 +190,7 @@ int Run() {
   options.deadline = Seconds(absl::GetFlag(FLAGS_deadline));
   options.stream = absl::GetFlag(FLAGS_stream);
   options.max_outstanding = absl::GetFlag(FLAGS_max_outstanding);
+  options.keep_calls = absl::GetFlag(FLAGS_calls);
   options.auth_token = AuthTokenFromFlags();
 
   // A live progress line on a terminal only.

@@ -11,6 +11,11 @@ format (Debian's python3-protobuf is not required). http_request: LibreTranslate
 each body encoding, valid and hostile, with the fake backend's answers (see the fuzzer's layout).
 pytorch_checkpoint: the small torch.save fixtures of tests/fixtures/pytorch/ (zip and legacy),
 cut short, with a compressed entry, a refused global and a hand-written pickle.
+ctranslate2_model_bin: small model.bin files in the converters' layout (version 6 with every dtype
+and aliases, version 3 with item sizes, version 1 without a spec name) and the hostile shapes the
+reader must refuse (unknown version and dtype, lying byte counts, rank 100, overflowing shapes,
+huge counts, unterminated strings, aliases to nothing and in a cycle, duplicates, truncation), and
+whole TransformerSpec models for the spec loader (tiny random ones, an implausibly wide table).
 """
 import json
 import os
@@ -244,12 +249,104 @@ def pytorch_checkpoint_seeds():
           b"\x80\x02cbuiltins\neval\nX\x02\x00\x00\x001+\x85R.")
 
 
+def ct2_string(s):
+    data = s.encode()
+    return struct.pack("<H", len(data) + 1) + data + b"\0"
+
+
+def ct2_variable(name, shape, dtype, data, num_bytes=None, version=6):
+    out = ct2_string(name) + struct.pack("<B", len(shape))
+    out += b"".join(struct.pack("<I", d) for d in shape)
+    if version >= 4:  # dtype id, byte count
+        count = len(data) if num_bytes is None else num_bytes
+        return out + struct.pack("<BI", dtype, count) + data
+    item_size = {0: 4, 2: 2, 1: 1}[dtype]  # item size, element count
+    count = len(data) // item_size if num_bytes is None else num_bytes // item_size
+    return out + struct.pack("<BI", item_size, count) + data
+
+
+def ct2_model_bin(variables, aliases=(), version=6, spec="TransformerSpec", revision=3,
+                  count=None, tail=b""):
+    out = struct.pack("<I", version)
+    if version >= 2:
+        out += ct2_string(spec) + struct.pack("<I", revision)
+    out += struct.pack("<I", len(variables) if count is None else count) + b"".join(variables)
+    if version >= 3:
+        out += struct.pack("<I", len(aliases))
+        out += b"".join(ct2_string(a) + ct2_string(t) for a, t in aliases)
+    return out + tail
+
+
+def ctranslate2_model_bin_seeds():
+    def seed(name, data):
+        write("ctranslate2_model_bin", name, data)
+
+    f32 = struct.pack("<4f", 1.0, -2.5, 3.25, 0.5)
+    int8 = b"\x81\x7f\x05\xfb\x11\x22"
+    every = [ct2_variable("decoder/embeddings/weight", [2, 2], 0, f32),
+             ct2_variable("decoder/layer_0/ffn/linear_0/weight", [2, 3], 1, int8),
+             ct2_variable("decoder/layer_0/ffn/linear_0/weight_scale", [2], 0, f32[:8]),
+             ct2_variable("encoder/int16", [3], 2, struct.pack("<3h", -7, 300, 12)),
+             ct2_variable("encoder/int32", [], 3, struct.pack("<i", -123456)),
+             ct2_variable("encoder/layer_0/self_attention/linear_0/bias", [4], 4,
+                          struct.pack("<4H", 0x3C00, 0xC100, 0x7BFF, 0x0001)),
+             ct2_variable("encoder/position_encodings/encodings", [1, 2], 5,
+                          struct.pack("<2H", 0x3F80, 0xFF80)),
+             ct2_variable("unk_token", [5], 1, b"<unk>")]
+    aliases = [("encoder/embeddings/weight", "decoder/embeddings/weight"),
+               ("decoder/projection/weight", "encoder/embeddings/weight")]
+    seed("valid_v6_every_dtype", ct2_model_bin(every, aliases))
+    seed("valid_v3_item_sizes", ct2_model_bin(
+        [ct2_variable("w", [2, 2], 0, f32, version=3),
+         ct2_variable("q", [2], 2, struct.pack("<2h", 5, -9), version=3)],
+        [("v", "w")], version=3, revision=1))
+    seed("valid_v1_no_spec", ct2_model_bin([ct2_variable("w", [4], 0, f32, version=1)], version=1))
+    seed("unknown_version", ct2_model_bin(every[:1], version=7))
+    seed("unknown_dtype", ct2_model_bin([ct2_variable("w", [1], 6, f32[:4])]))
+    seed("lying_byte_count", ct2_model_bin([ct2_variable("w", [3], 0, f32[:8])]))
+    seed("byte_count_beyond_file", ct2_model_bin(
+        [ct2_variable("w", [1000, 1000], 0, f32, num_bytes=4000000)]))
+    seed("rank_100", ct2_model_bin([ct2_variable("w", [1] * 100, 0, f32[:4])]))
+    seed("shape_overflow", ct2_model_bin([ct2_variable("w", [0xFFFFFFFF] * 8, 0, f32[:4])]))
+    seed("huge_variable_count", ct2_model_bin(every[:1], count=0xFFFFFFFF))
+    seed("string_beyond_file", struct.pack("<IH", 6, 65535) + b"TransformerSpec")
+    seed("unterminated_string", struct.pack("<IH", 6, 4) + b"Spec" + struct.pack("<III", 1, 0, 0))
+    seed("alias_to_missing", ct2_model_bin(every[:1], [("a", "missing")]))
+    seed("alias_cycle", ct2_model_bin(every[:1], [("a", "b"), ("b", "a")]))
+    seed("duplicate_names", ct2_model_bin([every[0], every[0]]))
+    seed("trailing_bytes", ct2_model_bin(every[:2], tail=b"xyz"))
+    seed("truncated", ct2_model_bin(every, aliases)[:-7])
+    # Whole TransformerSpec models for the spec loader, small enough for fuzz.sh's -max_len (the
+    # reference's writer: tools/reference/make_random_ct2_model.py): pre-norm int8, post-norm
+    # with tied tables and stored positions; and a table as wide as no translation model is.
+    import subprocess
+    import tempfile
+    writer = os.path.join(HERE, "..", "tools", "reference", "make_random_ct2_model.py")
+    for name, flags in (("spec_pre_norm_int8", ["--pre_norm", "--dtype", "int8"]),
+                        ("spec_post_norm_tied", ["--shared_vocab", "--share_embeddings",
+                                                 "--tied_projection", "--positions", "stored",
+                                                 "--position_rows", "16",
+                                                 "--start_from_zero_embedding"])):
+        with tempfile.TemporaryDirectory() as out:
+            subprocess.run(["/usr/bin/python3", writer, "--out", out, "--seed", "3",
+                            "--d_model", "8", "--heads", "2", "--ffn", "12",
+                            "--encoder_layers", "1", "--decoder_layers", "1",
+                            "--source_vocab", "12", "--target_vocab", "12"] + flags,
+                           check=True, stdout=subprocess.DEVNULL)
+            with open(os.path.join(out, "model.bin"), "rb") as f:
+                seed(name, f.read())
+    seed("spec_width_20000", ct2_model_bin(
+        [ct2_variable("decoder/embeddings/weight", [3, 20000], 1, b"\x01" * 60000)],
+        [("encoder/embeddings_0/weight", "decoder/embeddings/weight")], revision=7))
+
 if __name__ == "__main__":
     safetensors_seeds()
     pytorch_checkpoint_seeds()
+    ctranslate2_model_bin_seeds()
     spm_seeds()
     request_seeds()
     html_document_seeds()
     http_request_seeds()
-    for target in ("safetensors", "pytorch_checkpoint", "spm", "request", "html_document", "http_request"):
+    for target in ("safetensors", "pytorch_checkpoint", "ctranslate2_model_bin", "spm", "request",
+                   "html_document", "http_request"):
         print(target, len(os.listdir(os.path.join(HERE, "corpus", target))), "seeds")

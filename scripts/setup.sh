@@ -11,7 +11,7 @@ BUILD_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev nlohmann-json3-dev libspdlog-dev clang-format
-  libicu-dev libgumbo-dev libcld2-dev libcpp-httplib-dev
+  libicu-dev libgumbo-dev libcld2-dev libcpp-httplib-dev libzip-dev
   prometheus openssl curl
 )
 # Tools: the PyTorch reference, fixture generation, tokenizer oracle (outside the C++ process).

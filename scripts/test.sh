@@ -33,7 +33,10 @@ fi
 # the overload and soak tests and the model repository's 60 s load test, which measure speed and
 # memory (the sanitizers change both), nor the large-document test (100,000 characters beside a
 # steady load: minutes under the sanitizers; its scheduling rules run under them in
-# scheduler_test and turn_queue_test).
+# scheduler_test and turn_queue_test), nor the CTranslate2 directories' end-to-end test (the
+# shipped model converted, loaded and quality-checked a dozen times; its loader, tokenizer and
+# pre-norm paths run under them in ctranslate2_transformer_test, translator_test's Ct2ParityTest
+# and the model.bin fuzz corpus).
 # The presets compile at -O1 with line tables only (-g1): reports keep file and line, and the
 # sanitized builds take half the time they took at RelWithDebInfo's -O2 -g.
 cmake --preset "$sanitize" >/dev/null
@@ -43,4 +46,4 @@ export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp"
 ctest --test-dir "build-$sanitize" --output-on-failure -j"$jobs" --timeout 1800 \
-  -E '^(tools\.|deploy\.|server_overload|server_soak|server_large_document|ModelRepositoryLoadTest\.)'
+  -E '^(tools\.|deploy\.|server_overload|server_soak|server_large_document|server_ctranslate2_model|ModelRepositoryLoadTest\.)'

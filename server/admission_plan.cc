@@ -64,6 +64,10 @@ int64_t RequestLiveLimit(const AdmissionPolicy& policy, bool small_requests_abou
   return std::min<int64_t>(policy.max_request_live, batch);
 }
 
+bool IsBulkRequest(const AdmissionPolicy& policy, bool small, int64_t queued_rows) {
+  return policy.max_request_live > 0 && !small && queued_rows > policy.max_request_live;
+}
+
 std::optional<size_t> PlanPreemption(size_t live_sentences) {
   if (live_sentences < 2) return std::nullopt;
   return live_sentences - 1;

@@ -86,6 +86,10 @@ bool IsSmallRequest(const AdmissionPolicy& policy, int64_t rows);
 // small requests are about (`small_requests_about`: one has work, or had within the policy's
 // memory), else max_batch_sequences. (A small request never holds more than the bound anyway.)
 int64_t RequestLiveLimit(const AdmissionPolicy& policy, bool small_requests_about);
+// Whether a request is bulk, whose live sentences sit out most steps while a small request has
+// work (server/scheduler.h, kBulkStepEvery): a large one with more rows still queued than
+// max_request_live. Near its end (few queued) it steps freely again.
+bool IsBulkRequest(const AdmissionPolicy& policy, bool small, int64_t queued_rows);
 
 // The live sentence (an index in admission order) to send back to the queue when a step finds
 // the KV pool full: the newest, so the oldest keep their progress and the loop always moves.

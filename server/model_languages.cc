@@ -21,8 +21,11 @@ bool ParsePair(const std::string& pair, std::string* source, std::string* target
   return !source->empty() && !target->empty();
 }
 
-void FromTokenizerConfig(const std::string& dir, ModelLanguages* l) {
-  auto text = ReadWholeFile(dir + "/tokenizer_config.json", "tokenizer_config.json");
+// The pair a JSON file beside the model names under two keys: tokenizer_config.json's
+// source_lang / target_lang, an Argos Translate package's metadata.json from_code / to_code.
+void FromJsonKeys(const std::string& dir, const char* file, const char* source_key,
+                  const char* target_key, ModelLanguages* l) {
+  auto text = ReadWholeFile(dir + "/" + file, file);
   if (!text.ok()) return;
   const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return;
@@ -31,8 +34,8 @@ void FromTokenizerConfig(const std::string& dir, ModelLanguages* l) {
     return it != j.end() && it->is_string() ? text::CanonicalLanguage(it->get<std::string>())
                                             : std::string();
   };
-  l->source = code("source_lang");
-  l->target = code("target_lang");
+  l->source = code(source_key);
+  l->target = code(target_key);
 }
 
 // opus-mt-en-de, opus-mt-tc-big-en-de, Helsinki-NLP--opus-mt-en-mul: the last two parts.
@@ -71,8 +74,7 @@ std::string ModelLanguages::TokenFor(std::string_view t) const {
 }
 
 absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
-                                                  const std::string& pair,
-                                                  const MarianTokenizer& tok) {
+                                                  const std::string& pair) {
   ModelLanguages l;
   if (!pair.empty()) {
     if (!ParsePair(pair, &l.source, &l.target)) {
@@ -80,9 +82,21 @@ absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
                                                      " is not SRC-TGT (e.g. en-de)"));
     }
   } else {
-    FromTokenizerConfig(model_dir, &l);
+    FromJsonKeys(model_dir, "tokenizer_config.json", "source_lang", "target_lang", &l);
+    if (l.source.empty() || l.target.empty()) {
+      FromJsonKeys(model_dir, "metadata.json", "from_code", "to_code", &l);
+    }
     if (l.source.empty() || l.target.empty()) FromDirectoryName(model_dir, &l);
   }
+  return l;
+}
+
+absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
+                                                  const std::string& pair,
+                                                  const MarianTokenizer& tok) {
+  auto read = ReadModelLanguages(model_dir, pair);
+  if (!read.ok()) return read.status();
+  ModelLanguages l = *std::move(read);
   for (int64_t id = 0; id < tok.target_vocab_size(); ++id) {
     const std::string_view piece = tok.TargetIdToPiece(static_cast<int32_t>(id));
     const std::string lang = text::TargetTokenLanguage(piece);

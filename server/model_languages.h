@@ -1,6 +1,7 @@
 // Which languages a served model translates from and into, so a request can name a language
 // pair instead of a model: from the operator's flag, the model's tokenizer_config.json
-// (source_lang / target_lang), or an OPUS-MT directory name (opus-mt-SRC-TGT), in that order;
+// (source_lang / target_lang), an Argos Translate package's metadata.json (from_code / to_code),
+// or an OPUS-MT directory name (opus-mt-SRC-TGT), in that order;
 // a multilingual model's target languages from its >>xx<< vocabulary tokens.
 #pragma once
 
@@ -33,5 +34,9 @@ struct ModelLanguages {
 absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
                                                   const std::string& pair,
                                                   const MarianTokenizer& tokenizer);
+// The same from the model's files alone, without its vocabulary (so no multilingual targets):
+// what a listing knows of a model whose tokenizer only loads with the model.
+absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
+                                                  const std::string& pair);
 
 }  // namespace transerve

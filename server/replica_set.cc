@@ -44,9 +44,12 @@ absl::StatusOr<std::unique_ptr<ReplicaSet>> ReplicaSet::Create(Translator* prima
     }
     set->replicas_.push_back(*std::move(replica));
   }
-  set->schedulers_.push_back(std::make_unique<Scheduler>(primary, options));
+  // One signal for the model: a small call on any replica holds bulk work back on all.
+  SchedulerOptions shared = options;
+  if (shared.small_calls == nullptr) shared.small_calls = std::make_shared<SmallCallSignal>();
+  set->schedulers_.push_back(std::make_unique<Scheduler>(primary, shared));
   for (auto& replica : set->replicas_) {
-    set->schedulers_.push_back(std::make_unique<Scheduler>(replica.get(), options));
+    set->schedulers_.push_back(std::make_unique<Scheduler>(replica.get(), shared));
   }
   return set;
 }

@@ -14,10 +14,11 @@ namespace transerve {
 
 struct Scheduler::Flow {
   TurnQueue<std::unique_ptr<Entry>>::Flow turns;
-  bool small = false;     // IsSmallRequest
-  int64_t queued = 0;     // sentences
-  int64_t live_rows = 0;  // its live sentences' beams
-  int64_t in_view = 0;    // Admit's count of its rows in the plan's view
+  bool small = false;             // IsSmallRequest
+  int64_t queued = 0;             // sentences
+  int64_t live_rows = 0;          // its live sentences' beams
+  int64_t rows_per_sentence = 1;  // its sentences' beams (one set of options per request)
+  int64_t in_view = 0;            // Admit's count of its rows in the plan's view
   // Submit, or the latest admission or finish of one of its sentences: the queue's time budget
   // runs from here.
   absl::Time last_progress;
@@ -39,6 +40,7 @@ struct Scheduler::Active {
   std::unique_ptr<Entry> entry;
   std::unique_ptr<SentenceSearch> search;
   int steps = 0;
+  bool in_step = false;  // in the step just run (bulk sentences may sit one out)
 };
 
 namespace {
@@ -107,7 +109,10 @@ class Scheduler::JobGuard {
 };
 
 Scheduler::Scheduler(Translator* translator, SchedulerOptions options)
-    : translator_(translator), options_(options) {
+    : translator_(translator),
+      options_(options),
+      small_calls_(options.small_calls != nullptr ? options.small_calls
+                                                  : std::make_shared<SmallCallSignal>()) {
   // Started last: every member the loop touches exists by now.
   thread_ = std::thread([this] { Loop(); });
 }
@@ -140,6 +145,7 @@ absl::Status Scheduler::Submit(std::vector<SentenceJob> jobs) {
   int64_t rows = 0;
   for (const SentenceJob& job : jobs) rows += RowsOf(job);
   flow->small = IsSmallRequest(options_.admission, rows);
+  if (!jobs.empty()) flow->rows_per_sentence = RowsOf(jobs.front());
   flow->last_progress = now;
   for (SentenceJob& job : jobs) {
     // The loop sees only guarded callbacks, so that Shutdown can answer for a stuck loop.
@@ -263,7 +269,14 @@ void Scheduler::Loop() {
       Admit(now);
       PublishStats();  // the queue just shrank: Submit may use the room during the step
     }
-    if (!live_.empty()) StepOnce();
+    if (!live_.empty() && !StepOnce()) {
+      // Only bulk work, and a small call runs on another replica: make room for it for about
+      // a step's time (a Submit wakes the loop at once).
+      const absl::Duration pause = std::clamp(absl::Seconds(last_step_seconds_),
+                                              absl::Microseconds(200), absl::Milliseconds(20));
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(this, &Scheduler::HasIncomingOrDraining), pause);
+    }
     if (!translator_->device_status().ok()) FailForGood(translator_->device_status());
     PublishStats();
   }
@@ -334,10 +347,8 @@ void Scheduler::Admit(absl::Time now) {
   const size_t readable = std::min(
       backlog_.size(), static_cast<size_t>(std::max(1, options_.admission.max_batch_sequences)));
   const size_t scan_bound = 8 * readable + 256;
-  if (small_requests_with_work_ > 0) small_work_seen_ = now;
-  const bool small_about =
-      now - small_work_seen_ <=
-      absl::Seconds(std::max(0.0, options_.admission.small_request_memory_seconds));
+  const bool small_about = small_calls_->About(
+      now, absl::Seconds(std::max(0.0, options_.admission.small_request_memory_seconds)));
   const int64_t request_limit = RequestLiveLimit(options_.admission, small_about);
   view_scratch_.clear();
   queue_scratch_.clear();
@@ -447,33 +458,51 @@ void Scheduler::Preempt(size_t index) {
   ++preemptions_;
 }
 
-void Scheduler::StepOnce() {
+bool Scheduler::StepOnce() {
+  // Bulk sentences sit out while a small call is about, at most kBulkStepEvery - 1 steps in a
+  // row.
+  const bool hold_bulk = bulk_sat_out_ < kBulkStepEvery - 1 && small_calls_->Any();
+  bool sat_out = false;
   while (!live_.empty()) {
     step_searches_.clear();
     row_scratch_.clear();
+    sat_out = false;
     for (Active& a : live_) {
+      const Flow& flow = *a.entry->flow;
+      a.in_step = !(hold_bulk && IsBulkRequest(options_.admission, flow.small,
+                                               flow.queued * flow.rows_per_sentence));
+      if (!a.in_step) {
+        sat_out = true;
+        continue;
+      }
       step_searches_.push_back(a.search.get());
       a.search->CollectRows(&row_scratch_);
+    }
+    if (step_searches_.empty()) {
+      ++bulk_sat_out_;  // a step's time of waiting counts as a step sat out
+      return false;
     }
     const absl::Time start = absl::Now();
     const absl::Status status = RunStep();
     if (status.ok()) {
       active_rows_ = static_cast<int64_t>(row_scratch_.size());
       ++steps_;
+      last_step_seconds_ = Seconds(absl::Now() - start);
       if (Observer* observer = observer_.load(); observer != nullptr) {
-        observer->OnStep(static_cast<int>(row_scratch_.size()), Seconds(absl::Now() - start));
+        observer->OnStep(static_cast<int>(row_scratch_.size()), last_step_seconds_);
       }
+      bulk_sat_out_ = sat_out ? bulk_sat_out_ + 1 : 0;
       break;
     }
     if (status.code() != absl::StatusCode::kResourceExhausted) {
       // A failed device call: answer the live sentences rather than retry a step that cannot
       // succeed; queued ones never touched the failed state and carry on.
       // (A lost device is answered by the loop, with everything queued: FailForGood.)
-      if (status.code() == absl::StatusCode::kUnavailable) return;
+      if (status.code() == absl::StatusCode::kUnavailable) return true;
       Log().error("scheduler: decoder step failed: {}", status.ToString());
       const absl::Status answer = absl::InternalError(status.message());
       while (!live_.empty()) Retire(0, answer);
-      return;
+      return true;
     }
     // The KV pool is full, or the device out of memory: either way fewer sentences fit, and
     // now we know how many KV blocks do even if the pool is unbounded.
@@ -484,13 +513,17 @@ void Scheduler::StepOnce() {
     }
     Retire(0, absl::ResourceExhaustedError(
                   absl::StrCat(status.message(), ", even with nothing else running")));
-    return;
+    return true;
   }
 
   const absl::Time now = absl::Now();
   Observer* observer = observer_.load();
   for (size_t i = 0; i < live_.size();) {
     Active& a = live_[i];
+    if (!a.in_step) {
+      ++i;
+      continue;
+    }
     ++a.steps;
     Entry& entry = *a.entry;
     if (!entry.first_token_seen) {
@@ -506,6 +539,7 @@ void Scheduler::StepOnce() {
     }
     ++i;
   }
+  return true;
 }
 
 void Scheduler::Retire(size_t index, absl::StatusOr<SearchResult> result) {
@@ -533,8 +567,8 @@ void Scheduler::CountFlow(Flow& flow, int64_t queued, int64_t live_rows) {
   flow.queued += queued;
   flow.live_rows += live_rows;
   const bool has_work = flow.queued + flow.live_rows > 0;
-  if (flow.small) {
-    small_requests_with_work_ += static_cast<int64_t>(has_work) - static_cast<int64_t>(had_work);
+  if (flow.small && has_work != had_work) {
+    small_calls_->Change(has_work ? 1 : -1);
   }
 }
 

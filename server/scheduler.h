@@ -6,10 +6,11 @@
 // request, server/turn_queue.h, encoded together longest first, bounded by max_batch_tokens, by
 // max_batch_sequences minus the live ones, for a large request by max_request_live while a small
 // one has work (AdmissionPolicy::max_request_live), and by room in the KV cache), runs ONE
-// Translator::Step over every live search, retires finished sentences at once and reports
-// progress for the others. Static mode forms a batch the same way but only when nothing is
-// live, and decodes it to the end. Outputs are identical in both modes because the engine is
-// batch-invariant in ids.
+// Translator::Step over the live searches (every one, except that a bulk request's sentences
+// sit out most steps while a small call has work: kBulkStepEvery), retires finished sentences at
+// once and reports progress for the others. Static mode forms a batch the same way but only when
+// nothing is live, and decodes it to the end. Outputs are identical in both modes because the
+// engine is batch-invariant in ids.
 //
 // Requests. The jobs of one Submit are one request. Its sentences keep their order among
 // themselves; between requests the queue serves turns, so a large document does not hold
@@ -57,6 +58,7 @@
 #include "absl/time/time.h"
 #include "model/translator/translator.h"
 #include "server/admission_plan.h"
+#include "server/small_call_signal.h"
 #include "server/turn_queue.h"
 
 namespace transerve {
@@ -74,7 +76,16 @@ struct SchedulerOptions {
   // Test hook (fault injection, never set in production): called on the loop thread before
   // each decoder step with its number (1, 2, ...); it may sleep or block, as a hung device would.
   std::function<void(int64_t step)> before_step_for_test = nullptr;
+  // Shared by the replicas of one model (ReplicaSet); empty: this scheduler's own.
+  std::shared_ptr<SmallCallSignal> small_calls;
 };
+
+// While a small request has work anywhere in the model, a bulk request's live sentences (a
+// large request with more rows still queued than max_request_live) join at most one decoder
+// step in kBulkStepEvery; where they are all a replica has, it waits a step's time instead of
+// each step it leaves out. Small calls then decode almost alone and on every core, and the bulk
+// request still gets about a quarter of the engine, so it never starves.
+inline constexpr int kBulkStepEvery = 4;
 
 // One sentence to translate. Callbacks run on the scheduler thread and must not block.
 struct SentenceJob {
@@ -156,10 +167,11 @@ class Scheduler {
   void AnswerLeavers(absl::Time now);
   void Admit(absl::Time now);
   void EncodeAndStart(std::vector<std::unique_ptr<Entry>> batch, absl::Time now);
-  void StepOnce();
+  // False when every live sentence sat this step out (bulk work while a small call is about):
+  // nothing was stepped, and the loop waits about a step's time.
+  bool StepOnce();
   void Preempt(size_t index);
-  // A request's counts moved: queued sentences and live rows (small_requests_with_work_
-  // follows).
+  // A request's counts moved: queued sentences and live rows (small_calls_ follows).
   void CountFlow(Flow& flow, int64_t queued, int64_t live_rows);
   // A live sentence leaves for good: its search is destroyed first (KV blocks back to the pool),
   // then its job is answered with `result`.
@@ -196,8 +208,10 @@ class Scheduler {
   // Owned by the loop thread: queued entries (in turns by request; preempted ones go back to
   // the front) and live searches in admission order.
   TurnQueue<std::unique_ptr<Entry>> backlog_;
-  int64_t small_requests_with_work_ = 0;  // IsSmallRequest ones with a sentence queued or live
-  absl::Time small_work_seen_ = absl::InfinitePast();  // when a small request last had work
+  // IsSmallRequest requests with a sentence queued or live, over the model's every replica.
+  std::shared_ptr<SmallCallSignal> small_calls_;
+  int bulk_sat_out_ = 0;          // steps in a row that bulk sentences sat out
+  double last_step_seconds_ = 0;  // the latest decoder step's time (a sat-out step's wait)
   std::vector<TurnQueue<std::unique_ptr<Entry>>::iterator> view_scratch_;  // Admit's view
   std::vector<Active> live_;
   std::vector<SentenceSearch*> step_searches_;

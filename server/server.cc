@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "model/core/logging.h"
 #include "server/admin_service.h"
 #include "server/credentials.h"
@@ -167,6 +168,9 @@ absl::StatusOr<std::unique_ptr<TranserveServer>> TranserveServer::Start(
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, config.keepalive_timeout_ms);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  // gRPC sets SO_REUSEPORT on Linux by default: a second server would bind this port too and
+  // take half the connections. A port in use is an error at start-up.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   impl->server = builder.BuildAndStart();
   if (impl->server == nullptr || impl->port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.address));
@@ -252,6 +256,7 @@ absl::Status TranserveServer::Drain(absl::Duration timeout) {
   constexpr absl::Duration kStepGrace = absl::Seconds(2);
   constexpr absl::Duration kGrpcShutdownAfter = absl::Milliseconds(2500);
   constexpr absl::Duration kGrpcWaitAfter = absl::Milliseconds(3500);
+  constexpr absl::Duration kAcceptSettle = absl::Milliseconds(100);
   static_assert(kGrpcWaitAfter < kDrainGrace);
   const absl::Time deadline = absl::Now() + timeout;
   impl.draining.store(true);
@@ -269,11 +274,13 @@ absl::Status TranserveServer::Drain(absl::Duration timeout) {
   if (front != nullptr) front->StopAccepting();
   std::thread grpc_stop;
   auto grpc_stopped = std::make_shared<absl::Notification>();
+  auto grpc_closing = std::make_shared<absl::Notification>();
   if (impl.server) {
     impl.UpdateHealth();
     grpc::Server* server = impl.server.get();
-    grpc_stop = std::thread([server, front, grpc_stopped, deadline] {
+    grpc_stop = std::thread([server, front, grpc_stopped, grpc_closing, deadline] {
       if (front != nullptr) front->AwaitIdle(deadline);
+      grpc_closing->Notify();
       server->Shutdown(absl::ToChronoTime(deadline + kGrpcShutdownAfter));
       server->Wait();
       grpc_stopped->Notify();
@@ -286,6 +293,14 @@ absl::Status TranserveServer::Drain(absl::Duration timeout) {
       front->Stop();
       http_stopped->Notify();
     });
+  }
+  // Until gRPC's listener closes, calls still arrive: the schedulers must take them. A call
+  // gRPC received just before it closed reaches its handler a moment later, so the idle wait
+  // starts after a short settle (without it, one such call in thousands was refused by a
+  // draining scheduler: answered UNAVAILABLE although accepted).
+  if (impl.server) {
+    grpc_closing->WaitForNotificationWithDeadline(deadline);
+    absl::SleepFor(std::min(kAcceptSettle, std::max(absl::ZeroDuration(), deadline - absl::Now())));
   }
   impl.context.AwaitIdle(deadline);
   // What is still running gets the rest of the time, then UNAVAILABLE. The models stop side by

@@ -170,6 +170,12 @@ class Runner {
       std::lock_guard<std::mutex> lock(mu_);
       last_measured_answer_ = std::max(last_measured_answer_, now);
       report_.answer_any_status.Record(SecondsBetween(call->sent, now));
+      if (options_.keep_calls) {
+        report_.calls.push_back(
+            {.due_seconds = SecondsBetween(window_start_, call->scheduled),
+             .latency_seconds = SecondsBetween(call->scheduled, now),
+             .status = status.ok() ? "OK" : absl::StatusCodeToString(status.code())});
+      }
       if (status.ok()) {
         ++report_.ok;
         report_.latency.Record(SecondsBetween(call->scheduled, now));
@@ -318,6 +324,13 @@ nlohmann::json ReportJson(const LoadReport& r) {
     j["rate"] = r.rate;
   }
   if (r.stream) j["time_to_first_chunk_seconds"] = latency(r.first_chunk);
+  if (!r.calls.empty()) {
+    nlohmann::json calls = nlohmann::json::array();
+    for (const LoadReport::Call& c : r.calls) {
+      calls.push_back({c.due_seconds, c.latency_seconds, c.status});
+    }
+    j["calls"] = std::move(calls);
+  }
   return j;
 }
 

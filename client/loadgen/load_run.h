@@ -55,6 +55,9 @@ struct LoadOptions {
   // Open loop: calls in flight beyond this are not sent but counted as skipped, so a dead
   // slow server cannot exhaust the client's memory.
   int64_t max_outstanding = 100000;
+  // Keep every measured call in LoadReport::calls (a timeline for tails: when they happen and
+  // what was running then), not only the histograms.
+  bool keep_calls = false;
 
   // Called about once a second from a helper thread, when set.
   std::function<void(const LoadProgress&)> on_progress;
@@ -77,6 +80,13 @@ struct LoadReport {
   LatencyHistogram first_chunk;  // streaming: to the first chunk
   // Every call, whatever its status, from when it left to its answer: what a deadline bounds.
   LatencyHistogram answer_any_status;
+  // With LoadOptions::keep_calls: every measured call in the order answered.
+  struct Call {
+    double due_seconds = 0;      // when it was due, from the window's start
+    double latency_seconds = 0;  // from when it was due to its answer
+    std::string status;          // "OK" or the gRPC status name
+  };
+  std::vector<Call> calls;
 };
 
 // Runs one load test through `sender` (whatever protocol it speaks). UNAVAILABLE when the
@@ -90,7 +100,8 @@ absl::StatusOr<LoadReport> RunLoad(const std::vector<std::shared_ptr<grpc::Chann
                                    const LoadOptions& options);
 
 // The report as JSON: ok, errors, requests_per_second, target_tokens_per_second,
-// latency_seconds {min, mean, p50, p90, p99, p999, max} and the rest of the report.
+// latency_seconds {min, mean, p50, p90, p99, p999, max} and the rest of the report; with kept
+// calls, "calls": [[due_seconds, latency_seconds, status], ...].
 nlohmann::json ReportJson(const LoadReport& report);
 // A human-readable multi-line summary.
 std::string ReportText(const LoadReport& report);

@@ -39,15 +39,27 @@ void Release(const void* m) { __tsan_release(const_cast<void*>(m)); }
 // A condition is evaluated with the mutex held, by the waiter or by the thread unlocking it (not
 // through a call this library can interpose): wrapped, it acquires the mutex's address before and
 // releases it after, like a critical section of its own.
+//
+// The wrapper and the caller's condition live on the waiter's stack, and abseil hands them to the
+// unlocking thread through its own queue, which TSan cannot see. So the waiter releases the
+// wrapper's address once both are built (Wrapped) and the evaluation acquires it before reading
+// either. The wrapper goes through Condition's void* form, whose cast and call are inside abseil
+// (uninstrumented): the typed form's would be compiled here and read the Condition unordered.
 struct Acquiring {
   const absl::Condition* cond;
   const absl::Mutex* mu;
 };
-bool EvalAcquiring(Acquiring* a) {
+bool EvalAcquiring(void* arg) {
+  Acquire(arg);
+  const auto* a = static_cast<const Acquiring*>(arg);
   Acquire(a->mu);
   const bool holds = a->cond->Eval();
   Release(a->mu);  // what it read is before whatever the next holder writes
   return holds;
+}
+absl::Condition Wrapped(Acquiring* a) {
+  Release(a);
+  return absl::Condition(&EvalAcquiring, static_cast<void*>(a));
 }
 
 }  // namespace
@@ -93,20 +105,20 @@ void Mutex::ReaderUnlock() {
 void Mutex::LockWhen(const Condition& cond) {
   REAL("_ZN4absl7debian35Mutex8LockWhenERKNS0_9ConditionE", void(Mutex*, const Condition&));
   Acquiring a{&cond, this};
-  real(this, Condition(&EvalAcquiring, &a));
+  real(this, Wrapped(&a));
   Acquire(this);
 }
 void Mutex::ReaderLockWhen(const Condition& cond) {
   REAL("_ZN4absl7debian35Mutex14ReaderLockWhenERKNS0_9ConditionE", void(Mutex*, const Condition&));
   Acquiring a{&cond, this};
-  real(this, Condition(&EvalAcquiring, &a));
+  real(this, Wrapped(&a));
   Acquire(this);
 }
 bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
   REAL("_ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE",
        bool(Mutex*, const Condition&, Duration));
   Acquiring a{&cond, this};
-  const bool r = real(this, Condition(&EvalAcquiring, &a), timeout);
+  const bool r = real(this, Wrapped(&a), timeout);
   Acquire(this);
   return r;
 }
@@ -114,7 +126,7 @@ bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
   REAL("_ZN4absl7debian35Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE",
        bool(Mutex*, const Condition&, Time));
   Acquiring a{&cond, this};
-  const bool r = real(this, Condition(&EvalAcquiring, &a), deadline);
+  const bool r = real(this, Wrapped(&a), deadline);
   Acquire(this);
   return r;
 }
@@ -122,7 +134,7 @@ void Mutex::Await(const Condition& cond) {
   REAL("_ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE", void(Mutex*, const Condition&));
   Release(this);
   Acquiring a{&cond, this};
-  real(this, Condition(&EvalAcquiring, &a));
+  real(this, Wrapped(&a));
   Acquire(this);
 }
 bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
@@ -130,7 +142,7 @@ bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
        bool(Mutex*, const Condition&, Duration));
   Release(this);
   Acquiring a{&cond, this};
-  const bool r = real(this, Condition(&EvalAcquiring, &a), timeout);
+  const bool r = real(this, Wrapped(&a), timeout);
   Acquire(this);
   return r;
 }
@@ -139,7 +151,7 @@ bool Mutex::AwaitWithDeadline(const Condition& cond, Time deadline) {
        bool(Mutex*, const Condition&, Time));
   Release(this);
   Acquiring a{&cond, this};
-  const bool r = real(this, Condition(&EvalAcquiring, &a), deadline);
+  const bool r = real(this, Wrapped(&a), deadline);
   Acquire(this);
   return r;
 }
@@ -180,6 +192,27 @@ void Notification::Notify() {
   ::Release(&notified_yet_);
   ::Release(&mutex_);
   real(this);
+}
+// The waits return at once when the flag is already set, through abseil's own load of it (no
+// lock taken, nothing this library sees): acquire the flag on every notified return.
+void Notification::WaitForNotification() const {
+  REAL("_ZNK4absl7debian312Notification19WaitForNotificationEv", void(const Notification*));
+  real(this);
+  ::Acquire(&notified_yet_);
+}
+bool Notification::WaitForNotificationWithTimeout(Duration timeout) const {
+  REAL("_ZNK4absl7debian312Notification30WaitForNotificationWithTimeoutENS0_8DurationE",
+       bool(const Notification*, Duration));
+  const bool notified = real(this, timeout);
+  if (notified) ::Acquire(&notified_yet_);
+  return notified;
+}
+bool Notification::WaitForNotificationWithDeadline(Time deadline) const {
+  REAL("_ZNK4absl7debian312Notification31WaitForNotificationWithDeadlineENS0_4TimeE",
+       bool(const Notification*, Time));
+  const bool notified = real(this, deadline);
+  if (notified) ::Acquire(&notified_yet_);
+  return notified;
 }
 
 ABSL_NAMESPACE_END

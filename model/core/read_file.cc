@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -49,6 +50,18 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path, const char* w
   }
   ::close(fd);
   return data;
+}
+
+absl::Status WriteWholeFile(const std::string& path, std::string_view bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot create: ", std::strerror(errno)));
+  }
+  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  const bool closed = std::fclose(f) == 0;
+  if (!written || !closed) return absl::DataLossError(absl::StrCat(path, ": write failed"));
+  return absl::OkStatus();
 }
 
 }  // namespace transerve

@@ -1,9 +1,12 @@
-// Reads a whole file (models, tokenizers, certificates, token lists), with errors that name it.
+// Reads a whole file (models, tokenizers, certificates, token lists), with errors that name it,
+// and writes one (the checkpoint writers of tests and tools).
 #ifndef TRANSERVE_MODEL_CORE_READ_FILE_H_
 #define TRANSERVE_MODEL_CORE_READ_FILE_H_
 
 #include <string>
+#include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace transerve {
@@ -12,6 +15,10 @@ namespace transerve {
 // FIFO or device, no permission, an I/O error) INVALID_ARGUMENT; `what` describes the file in
 // the message, e.g. "SentencePiece model". The one whole-file reader of the engine and server.
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, const char* what);
+
+// Creates or truncates `path` and writes `bytes`: INVALID_ARGUMENT when it cannot be created,
+// DATA_LOSS when the write or the close fails; messages name the file.
+absl::Status WriteWholeFile(const std::string& path, std::string_view bytes);
 
 }  // namespace transerve
 

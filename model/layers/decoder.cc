@@ -32,34 +32,57 @@ bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weigh
     ops::EmbedTokens(weights.decoder_embedding_packed, ws->ids, ws->positions,
                      config.embedding_scale, weights.decoder_positions, &x);
   }
+  const float eps = config.layer_norm_eps;
+  if (weights.decoder_embedding_norm.present()) {
+    ops::LayerNorm(x, weights.decoder_embedding_norm.gamma, weights.decoder_embedding_norm.beta,
+                   eps, &x);
+  }
+  // Each sublayer reads `in` and leaves its output in ws->projected; post-norm adds it and
+  // normalises in place, pre-norm adds it and normalises into ws->normed for the next sublayer
+  // (the stack's final norm writes the output in place).
+  Tensor& h = ws->normed;
+  const bool pre_norm = config.decoder_pre_norm;
+  auto residual = [&](const LayerNormWeights& post, const LayerNormWeights& next_pre, bool last) {
+    if (!pre_norm) {
+      ops::AddLayerNorm(x, ws->projected, post.gamma, post.beta, eps, &x);
+    } else {
+      ops::AddToLayerNorm(&x, ws->projected, next_pre.gamma, next_pre.beta, eps, last ? &x : &h);
+    }
+  };
+  if (pre_norm) {
+    const auto& first = weights.decoder.front().self_attn_norm;
+    ops::LayerNorm(x, first.gamma, first.beta, eps, &h);
+  }
+  const Tensor& in = pre_norm ? h : x;
   for (int l = 0; l < config.decoder_layers; ++l) {
     const DecoderLayerWeights& layer = weights.decoder[l];
-    ops::Linear(x, layer.self_qkv.weight, layer.self_qkv.bias, Activation::kIdentity, &ws->qkv,
+    const bool last = l + 1 == config.decoder_layers;
+    ops::Linear(in, layer.self_qkv.weight, layer.self_qkv.bias, Activation::kIdentity, &ws->qkv,
                 &layer.self_qkv.packed);
     if (!ops::CachedSelfAttention(ws->qkv, l, caches, config.decoder_heads, &ws->context)) {
       return false;
     }
     ops::Linear(ws->context, layer.self_out.weight, layer.self_out.bias, Activation::kIdentity,
                 &ws->projected, &layer.self_out.packed);
-    ops::AddLayerNorm(x, ws->projected, layer.self_attn_norm.gamma, layer.self_attn_norm.beta,
-                      config.layer_norm_eps, &x);
+    residual(layer.self_attn_norm, layer.cross_attn_norm, false);
 
-    ops::Linear(x, layer.cross_q.weight, layer.cross_q.bias, Activation::kIdentity, &ws->query,
+    ops::Linear(in, layer.cross_q.weight, layer.cross_q.bias, Activation::kIdentity, &ws->query,
                 &layer.cross_q.packed);
-    const bool last = l + 1 == config.decoder_layers;
     ops::CrossAttention(ws->query, l, sources, config.decoder_heads, &ws->context,
                         last ? alignment : nullptr);
     ops::Linear(ws->context, layer.cross_out.weight, layer.cross_out.bias, Activation::kIdentity,
                 &ws->projected, &layer.cross_out.packed);
-    ops::AddLayerNorm(x, ws->projected, layer.cross_attn_norm.gamma, layer.cross_attn_norm.beta,
-                      config.layer_norm_eps, &x);
+    residual(layer.cross_attn_norm, layer.final_norm, false);
 
-    ops::Linear(x, layer.fc1.weight, layer.fc1.bias, config.activation, &ws->ffn_hidden,
+    ops::Linear(in, layer.fc1.weight, layer.fc1.bias, config.activation, &ws->ffn_hidden,
                 &layer.fc1.packed);
     ops::Linear(ws->ffn_hidden, layer.fc2.weight, layer.fc2.bias, Activation::kIdentity,
                 &ws->projected, &layer.fc2.packed);
-    ops::AddLayerNorm(x, ws->projected, layer.final_norm.gamma, layer.final_norm.beta,
-                      config.layer_norm_eps, &x);
+    residual(layer.final_norm,
+             last ? weights.decoder_final_norm : weights.decoder[l + 1].self_attn_norm, last);
+  }
+  if (!pre_norm && weights.decoder_final_norm.present()) {
+    ops::LayerNorm(x, weights.decoder_final_norm.gamma, weights.decoder_final_norm.beta, eps, &x);
   }
   for (SequenceKvCache* cache : caches) cache->CommitAppend();
   return true;

@@ -27,6 +27,7 @@ LinearWeights CopyLinear(const LinearWeights& w, Device device, DType dtype) {
 }
 
 LayerNormWeights CopyNorm(const LayerNormWeights& n, Device device) {
+  if (!n.present()) return {};
   return {ops::CopyTo(n.gamma, device), ops::CopyTo(n.beta, device)};
 }
 
@@ -54,6 +55,10 @@ TransformerWeights CopyWeightsTo(const TransformerWeights& w, Device device, DTy
                            CopyNorm(l.cross_attn_norm, device), CopyLinear(l.fc1, device, dtype),
                            CopyLinear(l.fc2, device, dtype), CopyNorm(l.final_norm, device)});
   }
+  out.encoder_embedding_norm = CopyNorm(w.encoder_embedding_norm, device);
+  out.decoder_embedding_norm = CopyNorm(w.decoder_embedding_norm, device);
+  out.encoder_final_norm = CopyNorm(w.encoder_final_norm, device);
+  out.decoder_final_norm = CopyNorm(w.decoder_final_norm, device);
   return out;
 }
 
@@ -111,6 +116,10 @@ int64_t StorageBytes(const TransformerWeights& w) {
     count.Add(l.self_attn_norm);
     count.Add(l.cross_attn_norm);
     count.Add(l.final_norm);
+  }
+  for (const LayerNormWeights* n : {&w.encoder_embedding_norm, &w.decoder_embedding_norm,
+                                    &w.encoder_final_norm, &w.decoder_final_norm}) {
+    count.Add(*n);
   }
   return count.bytes();
 }

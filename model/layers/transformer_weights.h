@@ -1,6 +1,7 @@
-// Architecture and weights of a post-norm encoder-decoder Transformer (the Marian family), in
-// the layout the layers compute with: fused QKV for self-attention, all decoder layers'
-// cross-attention key/value projections fused into one matrix, nn.Linear [out, in] weights.
+// Architecture and weights of an encoder-decoder Transformer, post-norm (the Marian family) or
+// pre-norm (OpenNMT-py, CTranslate2's other translation specs), in the layout the layers compute
+// with: fused QKV for self-attention, all decoder layers' cross-attention key/value projections
+// fused into one matrix, nn.Linear [out, in] weights.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,10 @@ struct TransformerConfig {
   Activation activation = Activation::kSwish;
   float embedding_scale = 1.0f;  // sqrt(d_model) when scale_embedding
   float layer_norm_eps = 1e-5f;  // PyTorch's default, which Marian checkpoints were trained for
+  // Post-norm blocks normalise after each residual add (x = LN(x + f(x))); pre-norm blocks
+  // before each sublayer (x = x + f(LN(x))), the stack ending in its final norm.
+  bool encoder_pre_norm = false;
+  bool decoder_pre_norm = false;
 };
 
 struct LinearWeights {
@@ -39,8 +44,11 @@ struct LinearWeights {
 struct LayerNormWeights {
   Tensor gamma;
   Tensor beta;
+  bool present() const { return !gamma.empty(); }
 };
 
+// A layer's norms are named for the sublayer they follow (post-norm) or precede (pre-norm):
+// final_norm belongs to the feed-forward block.
 struct EncoderLayerWeights {
   LinearWeights self_qkv;  // [3D, D]: q, k, v projections stacked
   LinearWeights self_out;
@@ -79,6 +87,12 @@ struct TransformerWeights {
   LinearWeights cross_kv;
   std::vector<EncoderLayerWeights> encoder;
   std::vector<DecoderLayerWeights> decoder;
+  // Optional norms (absent unless present()): after the embeddings and positions
+  // (layernorm_embedding), and a pre-norm stack's last (required there).
+  LayerNormWeights encoder_embedding_norm;
+  LayerNormWeights decoder_embedding_norm;
+  LayerNormWeights encoder_final_norm;
+  LayerNormWeights decoder_final_norm;
 };
 
 // Bytes of storage the weights hold, each storage once (tied tables share theirs).

@@ -15,6 +15,7 @@ struct Workspace {
   Tensor query;       // [rows, D]
   Tensor context;     // [rows, D] attention output before out_proj
   Tensor projected;   // [rows, D] sub-layer output before the residual
+  Tensor normed;      // [rows, D] a pre-norm sublayer's normalised input
   Tensor ffn_hidden;  // [rows, F]
   std::vector<int32_t> ids;
   std::vector<int32_t> positions;

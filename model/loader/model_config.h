@@ -32,6 +32,8 @@ struct MarianConfig {
   int32_t eos_token_id = 0;
   int32_t decoder_start_token_id = 0;
   int32_t forced_eos_token_id = 0;  // eos_token_id when absent or null.
+  // What the model is, for listings: set by the loader of the directory's format.
+  std::string family = "marian transformer";
 };
 
 // Generation settings a checkpoint ships with. Lengths use OUR convention: counts of generated

@@ -3,15 +3,13 @@
 
 #include <algorithm>
 #include <bit>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "model/core/read_file.h"
 #include "model/loader/safetensors.h"
 
 namespace transerve {
@@ -123,17 +121,7 @@ absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTe
   if (!bytes.ok()) {
     return absl::Status(bytes.status().code(), absl::StrCat(path, ": ", bytes.status().message()));
   }
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": cannot create: ", std::strerror(errno)));
-  }
-  const bool written = std::fwrite(bytes->data(), 1, bytes->size(), f) == bytes->size();
-  const bool closed = std::fclose(f) == 0;
-  if (!written || !closed) {
-    return absl::DataLossError(absl::StrCat(path, ": write failed"));
-  }
-  return absl::OkStatus();
+  return WriteWholeFile(path, *bytes);
 }
 
 }  // namespace transerve

@@ -170,8 +170,27 @@ void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, 
   const int64_t rows = x.dim(0), d = x.dim(1);
   if (out != &x && out != &residual) PrepareOutput(out, {rows, d});
   CheckCuda(api.add_layer_norm_f32(CurrentCudaStream(), x.f32(), residual.f32(), gamma.f32(),
-                                   beta.f32(), rows, d, eps, out->f32()),
+                                   beta.f32(), rows, d, eps, nullptr, out->f32()),
             api, "AddLayerNorm");
+}
+
+void LayerNorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor* out) {
+  const TranserveCudaApi& api = RequireCuda("LayerNorm");
+  const int64_t rows = x.dim(0), d = x.dim(1);
+  if (out != &x) PrepareOutput(out, {rows, d});
+  CheckCuda(api.add_layer_norm_f32(CurrentCudaStream(), x.f32(), nullptr, gamma.f32(), beta.f32(),
+                                   rows, d, eps, nullptr, out->f32()),
+            api, "LayerNorm");
+}
+
+void AddToLayerNorm(Tensor* x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                    float eps, Tensor* out) {
+  const TranserveCudaApi& api = RequireCuda("AddToLayerNorm");
+  const int64_t rows = x->dim(0), d = x->dim(1);
+  if (out != x && out != &residual) PrepareOutput(out, {rows, d});
+  CheckCuda(api.add_layer_norm_f32(CurrentCudaStream(), x->f32(), residual.f32(), gamma.f32(),
+                                   beta.f32(), rows, d, eps, x->f32(), out->f32()),
+            api, "AddToLayerNorm");
 }
 
 void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,

@@ -30,6 +30,9 @@ void TopK(const Tensor& logits, std::span<const int32_t> k, std::span<const uint
           int32_t pad, int32_t eos, std::vector<std::vector<TokenScore>>* candidates);
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                   float eps, Tensor* out);
+void LayerNorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor* out);
+void AddToLayerNorm(Tensor* x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                    float eps, Tensor* out);
 void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
                  std::span<const int32_t> positions, float scale, const Tensor& position_table,
                  Tensor* out);

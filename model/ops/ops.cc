@@ -233,6 +233,25 @@ void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, 
   cpu::AddLayerNorm(x, residual, gamma, beta, eps, out);
 }
 
+void LayerNorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor* out) {
+  if (x.device() == Device::kCuda) {
+    cuda_ops::LayerNorm(x, gamma, beta, eps, out);
+    return;
+  }
+  RequireCpu(x.device(), "LayerNorm");
+  cpu::LayerNorm(x, gamma, beta, eps, out);
+}
+
+void AddToLayerNorm(Tensor* x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                    float eps, Tensor* out) {
+  if (x->device() == Device::kCuda) {
+    cuda_ops::AddToLayerNorm(x, residual, gamma, beta, eps, out);
+    return;
+  }
+  RequireCpu(x->device(), "AddToLayerNorm");
+  cpu::AddToLayerNorm(x, residual, gamma, beta, eps, out);
+}
+
 void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
                  std::span<const int32_t> positions, float scale, const Tensor& position_table,
                  Tensor* out) {

@@ -193,10 +193,17 @@ void LinearTopKCandidates(const Tensor& x, const Tensor& weight, const Tensor& b
                           int32_t pad, int32_t eos, Tensor* logits,
                           std::vector<std::vector<TokenScore>>* candidates);
 
-// out = LayerNorm(x + residual) * gamma + beta over the last axis (biased variance).
-// `out` may alias `x` or `residual`.
+// out = LayerNorm(x + residual) * gamma + beta over the last axis (biased variance): a
+// post-norm block's residual add. `out` may alias `x` or `residual`.
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                   float eps, Tensor* out);
+// out = LayerNorm(x) * gamma + beta. `out` may alias `x`.
+void LayerNorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor* out);
+// *x += residual, then out = LayerNorm(*x) * gamma + beta: a pre-norm block's residual add, the
+// stream keeping the sum and the next sublayer reading its normalised copy. `out` may alias `x`
+// (the sum is then normalised in place).
+void AddToLayerNorm(Tensor* x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                    float eps, Tensor* out);
 
 // out[r] = table[ids[r]] * scale + position_table[positions[r]]; out -> [R, D].
 void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,

@@ -122,6 +122,37 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> MarianTokenizer::Load(
   return tok;
 }
 
+absl::StatusOr<std::unique_ptr<MarianTokenizer>> MarianTokenizer::FromParts(Parts parts) {
+  std::unique_ptr<MarianTokenizer> tok(new MarianTokenizer());
+  tok->source_vocab_ = std::move(parts.source_vocab);
+  tok->separate_vocabs_ = parts.target_vocab.has_value();
+  if (parts.target_vocab) tok->target_vocab_ = *std::move(parts.target_vocab);
+  tok->source_spm_ = std::move(parts.source_spm);
+  tok->target_spm_ = std::move(parts.target_spm);
+  tok->eos_token_ = parts.eos_token;
+  tok->unk_token_ = parts.unk_token;
+  tok->pad_token_.clear();
+  tok->pad_id_ = parts.pad_id;
+  tok->append_eos_ = parts.append_eos;
+  auto find = [&](const std::string& token, int32_t* id) -> absl::Status {
+    *id = tok->source_vocab_.Find(token);
+    if (*id < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the source vocabulary has no entry for the special token \"", token, "\""));
+    }
+    tok->special_tokens_.emplace_back(token, *id);
+    return absl::OkStatus();
+  };
+  if (auto s = find(tok->eos_token_, &tok->eos_id_); !s.ok()) return s;
+  if (tok->unk_token_ != tok->eos_token_) {
+    if (auto s = find(tok->unk_token_, &tok->unk_id_); !s.ok()) return s;
+  }
+  if (parts.bos_token) {
+    if (auto s = find(*parts.bos_token, &tok->bos_id_); !s.ok()) return s;
+  }
+  return tok;
+}
+
 void MarianTokenizer::EncodeChunk(std::string_view chunk, std::vector<int32_t>* ids) const {
   // v4: a code at the very start is one token; then every `>>.+<<` span is deleted.
   if (const size_t code_len = marian_text::MatchLanguageCodeAt(chunk, 0); code_len > 0) {
@@ -144,6 +175,7 @@ absl::StatusOr<std::vector<int32_t>> MarianTokenizer::Encode(std::string_view te
   }
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 2);
+  if (bos_id_ >= 0) ids.push_back(bos_id_);
 
   // Split on special tokens, leftmost first and longest at equal starts. `next` caches each
   // token's next occurrence so a text full of tokens is still scanned in linear time.
@@ -171,7 +203,11 @@ absl::StatusOr<std::vector<int32_t>> MarianTokenizer::Encode(std::string_view te
     ids.push_back(special_tokens_[best].second);
     pos = best_start + special_tokens_[best].first.size();
   }
-  ids.push_back(eos_id_);
+  if (append_eos_) {
+    ids.push_back(eos_id_);
+  } else if (ids.empty() || (ids.size() == 1 && ids[0] == bos_id_)) {
+    ids = {eos_id_};  // no pieces: the empty source every caller recognises
+  }
   return ids;
 }
 
@@ -180,7 +216,9 @@ std::string MarianTokenizer::Decode(std::span<const int32_t> ids) const {
   pieces.reserve(ids.size());
   const MarianVocab& vocab = target_vocab();
   for (const int32_t id : ids) {
-    if (id == eos_id_ || id == pad_id_ || id == unk_id_) continue;  // skip_special_tokens
+    if (id == eos_id_ || id == pad_id_ || id == unk_id_ || id == bos_id_) {
+      continue;  // skip_special_tokens
+    }
     if (const std::string* piece = vocab.IdToPiece(id)) pieces.push_back(*piece);
   }
   const std::string text = target_spm_->DecodePieceViews(pieces);

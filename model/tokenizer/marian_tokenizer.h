@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,8 +27,25 @@ class MarianTokenizer {
   // separate_vocabs, target_vocab.json. Every error names the file.
   static absl::StatusOr<std::unique_ptr<MarianTokenizer>> Load(const std::string& model_dir);
 
-  // Source text -> model ids with EOS appended ("" gives [eos]). INVALID_ARGUMENT on invalid
-  // UTF-8. Literal "</s>", "<unk>", "<pad>" in the text become their ids.
+  // The same pipeline over parts read elsewhere (a CTranslate2 directory's vocabularies and the
+  // SentencePiece models its users run beside it).
+  struct Parts {
+    MarianVocab source_vocab;
+    std::optional<MarianVocab> target_vocab;  // nullopt: the source's
+    std::unique_ptr<SentencePieceModel> source_spm;
+    std::unique_ptr<SentencePieceModel> target_spm;
+    std::string eos_token;
+    std::string unk_token;
+    std::optional<std::string> bos_token;  // put before the source's pieces when set
+    bool append_eos = true;
+    int32_t pad_id = -1;  // an id Decode skips (CTranslate2's: the loader's row V)
+  };
+  // INVALID_ARGUMENT when the source vocabulary lacks the eos, unk or bos token.
+  static absl::StatusOr<std::unique_ptr<MarianTokenizer>> FromParts(Parts parts);
+
+  // Source text -> model ids with EOS appended ("" gives [eos]; FromParts: as its Parts say).
+  // INVALID_ARGUMENT on invalid UTF-8. Literal "</s>", "<unk>", "<pad>" in the text become their
+  // ids.
   absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text) const;
 
   // Target ids -> text as HF decode(ids, skip_special_tokens=True) without
@@ -79,6 +97,8 @@ class MarianTokenizer {
   int32_t eos_id_ = -1;
   int32_t unk_id_ = -1;
   int32_t pad_id_ = -1;
+  int32_t bos_id_ = -1;  // prepended when >= 0 (FromParts)
+  bool append_eos_ = true;
 };
 
 }  // namespace transerve

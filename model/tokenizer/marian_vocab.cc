@@ -121,4 +121,15 @@ absl::StatusOr<MarianVocab> MarianVocab::Parse(std::string_view json, std::strin
   return vocab;
 }
 
+MarianVocab MarianVocab::FromTokens(const std::vector<std::string>& tokens) {
+  MarianVocab vocab;
+  vocab.ids_.reserve(tokens.size());
+  vocab.pieces_ = tokens;
+  vocab.has_piece_.assign(tokens.size(), true);
+  for (size_t id = 0; id < tokens.size(); ++id) {
+    vocab.ids_.try_emplace(tokens[id], static_cast<int32_t>(id));
+  }
+  return vocab;
+}
+
 }  // namespace transerve

@@ -21,6 +21,9 @@ class MarianVocab {
   // `{v: k for k, v in encoder.items()}`). Errors name `path`.
   static absl::StatusOr<MarianVocab> LoadFile(const std::string& path);
   static absl::StatusOr<MarianVocab> Parse(std::string_view json, std::string_view name);
+  // Pieces by id, as a CTranslate2 vocabulary lists them: id i is tokens[i]; a piece listed
+  // twice keeps both ids and is found at the first, as CTranslate2 looks it up.
+  static MarianVocab FromTokens(const std::vector<std::string>& tokens);
 
   static constexpr int32_t kMaxId = (1 << 24) - 1;
 

@@ -3,9 +3,14 @@
 #include <filesystem>
 #include <set>
 #include <system_error>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "model/loader/ctranslate2_directory.h"
+#include "model/loader/ctranslate2_transformer.h"
 #include "model/loader/marian_loader.h"
+#include "model/translator/argos_package.h"
 
 namespace transerve {
 namespace {
@@ -20,7 +25,15 @@ bool IsFile(const fs::path& p) {
 }  // namespace
 
 bool HoldsModel(const std::string& dir) {
-  const fs::path d(dir);
+  const fs::path d(WeightsFolder(dir));
+  if (IsFile(d / "model.bin")) {
+    for (const char* vocabulary : {"shared_vocabulary", "target_vocabulary"}) {
+      for (const char* ext : {".json", ".txt"}) {
+        if (IsFile(d / (std::string(vocabulary) + ext))) return true;
+      }
+    }
+    return false;
+  }
   return IsFile(d / "config.json") &&
          (IsFile(d / "model.safetensors") || IsFile(d / "pytorch_model.bin"));
 }
@@ -30,6 +43,18 @@ absl::StatusOr<MarianConfig> ReadModelConfig(const std::string& dir) {
 }
 
 int64_t EstimateWeightBytes(const std::string& dir) {
+  if (IsCt2Directory(dir)) {
+    // Every stored variable once (aliases are not stored twice), as float32 after the load.
+    auto bin = Ct2ModelBin::Open((fs::path(WeightsFolder(dir)) / "model.bin").string());
+    if (!bin.ok()) return 0;
+    int64_t elements = 0;
+    for (const Ct2Variable& v : bin->variables()) {
+      int64_t n = 1;
+      for (int64_t s : v.shape) n *= s;
+      elements += n;
+    }
+    return elements * static_cast<int64_t>(sizeof(float));
+  }
   auto file = OpenWeights(dir);
   if (!file.ok()) return 0;
   // A pickle may store the tied tables under several names sharing one storage: each shape of
@@ -47,6 +72,88 @@ int64_t EstimateWeightBytes(const std::string& dir) {
     elements += n;
   }
   return elements * static_cast<int64_t>(sizeof(float));
+}
+
+bool IsCt2Directory(const std::string& dir) {
+  return IsFile(fs::path(WeightsFolder(dir)) / "model.bin");
+}
+
+absl::StatusOr<std::unique_ptr<MarianModel>> LoadModelDirectory(
+    const std::string& dir, std::optional<ops::WeightFormat> pack) {
+  if (!IsCt2Directory(dir)) return LoadMarianModel(dir, pack);
+  auto opened = OpenCt2Directory(WeightsFolder(dir));
+  if (!opened.ok()) return opened.status();
+  auto model = LoadCt2Transformer(*opened, pack);
+  if (model.ok() && IsArgosPackage(dir)) {
+    // What Argos Translate asks CTranslate2 for, so a LibreTranslate user gets the same search.
+    (*model)->generation.num_beams = 4;
+    (*model)->generation.length_penalty = 0.2f;
+  }
+  return model;
+}
+
+namespace {
+
+// The SentencePiece models of a CTranslate2 directory: (source, target) paths, or empty.
+std::pair<fs::path, fs::path> Ct2SentencePieceFiles(const fs::path& dir) {
+  if (IsFile(dir / "source.spm") && IsFile(dir / "target.spm")) {
+    return {dir / "source.spm", dir / "target.spm"};
+  }
+  for (const fs::path& d : {dir, dir.parent_path()}) {
+    if (IsFile(d / "sentencepiece.model"))
+      return {d / "sentencepiece.model", d / "sentencepiece.model"};
+  }
+  return {};
+}
+
+absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadCt2Tokenizer(const std::string& dir,
+                                                                  const MarianModel& model) {
+  auto opened = OpenCt2Directory(dir);
+  if (!opened.ok()) return opened.status();
+  const auto [source_path, target_path] = Ct2SentencePieceFiles(fs::path(dir));
+  if (source_path.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        dir,
+        ": no SentencePiece model beside the CTranslate2 model (source.spm and target.spm, "
+        "or sentencepiece.model here or in the folder above)"));
+  }
+  MarianTokenizer::Parts parts;
+  auto tokens = [](const Ct2Vocabulary& v) {
+    std::vector<std::string> out;
+    out.reserve(static_cast<size_t>(v.size()));
+    for (int64_t i = 0; i < v.size(); ++i) out.push_back(v.token(i));
+    return out;
+  };
+  parts.source_vocab = MarianVocab::FromTokens(tokens(*opened->source_vocabulary));
+  if (opened->target_vocabulary != opened->source_vocabulary) {
+    parts.target_vocab = MarianVocab::FromTokens(tokens(*opened->target_vocabulary));
+  }
+  auto source_spm = SentencePieceModel::LoadFromFile(source_path.string());
+  if (!source_spm.ok()) return source_spm.status();
+  auto target_spm = SentencePieceModel::LoadFromFile(target_path.string());
+  if (!target_spm.ok()) return target_spm.status();
+  parts.source_spm = *std::move(source_spm);
+  parts.target_spm = *std::move(target_spm);
+  const Ct2SpecialTokens& special = opened->tokens;
+  parts.eos_token = special.eos;
+  parts.unk_token = special.unk;
+  if (special.add_source_bos) parts.bos_token = special.bos;
+  const bool marian_conversion = model.config.decoder_start_token_id == model.config.pad_token_id;
+  parts.append_eos = special.add_source_eos || marian_conversion;
+  parts.pad_id = model.config.pad_token_id;
+  auto tokenizer = MarianTokenizer::FromParts(std::move(parts));
+  if (!tokenizer.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": ", tokenizer.status().message()));
+  }
+  return tokenizer;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadTokenizer(const std::string& dir,
+                                                               const MarianModel& model) {
+  if (IsCt2Directory(dir)) return LoadCt2Tokenizer(WeightsFolder(dir), model);
+  return MarianTokenizer::Load(dir);
 }
 
 }  // namespace transerve

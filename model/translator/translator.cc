@@ -13,6 +13,7 @@
 #include "model/core/thread_pool.h"
 #include "model/layers/encoder.h"
 #include "model/ops/ops.h"
+#include "model/translator/model_directory.h"
 
 namespace transerve {
 namespace {
@@ -103,7 +104,7 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
                                    : ops::WeightFormat::kFloat32;
       t->dtype_ = std::string(ops::WeightFormatName(*pack));
     }
-    auto model = LoadMarianModel(options.model_dir, pack);
+    auto model = LoadModelDirectory(options.model_dir, pack);
     if (!model.ok()) return model.status();
     if (!cpu) {
       t->dtype_ = dtype == "float32" ? "float32" : "float16";
@@ -120,10 +121,13 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
   malloc_trim(0);
   const MarianConfig& c = t->model_->config;
   if (options.with_tokenizer) {
-    auto tokenizer = MarianTokenizer::Load(options.model_dir);
+    auto tokenizer = LoadTokenizer(options.model_dir, *t->model_);
     if (!tokenizer.ok()) return tokenizer.status();
     t->tokenizer_ = *std::move(tokenizer);
-    if (auto s = t->CheckVocabularySizes(); !s.ok()) return s;
+    // A CTranslate2 directory's loader has checked its tables against its vocabularies.
+    if (!IsCt2Directory(options.model_dir)) {
+      if (auto s = t->CheckVocabularySizes(); !s.ok()) return s;
+    }
   }
   t->special_ = {c.pad_token_id, c.eos_token_id, c.decoder_start_token_id};
   t->kv_pool_ = std::make_unique<KvBlockPool>(

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "model/core/logging.h"
 #include "model/translator/auto_dtype.h"
+#include "model/translator/model_directory.h"
 #include "model/translator/quality_check.h"
 #include "model/translator/translator.h"
 
@@ -25,7 +26,7 @@ absl::StatusOr<Translator::AutoLoad> Translator::LoadAutoCpu(const std::string& 
   using ops::WeightFormat;
   const AutoCpuDtypes plan = AutoCpuDtypesFor(ops::CpuIsa());
   auto load_float32 = [&]() -> absl::StatusOr<std::shared_ptr<const MarianModel>> {
-    auto loaded = LoadMarianModel(model_dir, WeightFormat::kFloat32);
+    auto loaded = LoadModelDirectory(model_dir, WeightFormat::kFloat32);
     if (!loaded.ok()) return loaded.status();
     return std::shared_ptr<const MarianModel>(*std::move(loaded));
   };
@@ -59,7 +60,7 @@ absl::StatusOr<Translator::AutoLoad> Translator::LoadAutoCpu(const std::string& 
       return AutoLoad{*std::move(model), format,
                       absl::StrCat("auto: float32 (", plan.reason, checks, ")")};
     }
-    auto loaded = LoadMarianModel(model_dir, format);
+    auto loaded = LoadModelDirectory(model_dir, format);
     if (!loaded.ok()) return loaded.status();
     std::shared_ptr<const MarianModel> candidate = *std::move(loaded);
     auto translator = ForCheck(candidate, format);

@@ -235,8 +235,12 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
   // cookies, some are reset before the server reads them (requests lost, no answer). The
   // listening socket is noted here so that its backlog can be raised once bound.
   std::atomic<int>* listening = &routes.listening_fd;
+  // httplib's default options add SO_REUSEPORT, with which a second server binds the same
+  // port and the kernel splits the connections between the two: a port in use must be an
+  // error at start-up instead. SO_REUSEADDR alone still lets a restart bind over TIME_WAIT.
   svr.set_socket_options([listening](socket_t sock) {
-    httplib::default_socket_options(sock);
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     listening->store(sock);
   });
 

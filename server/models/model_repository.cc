@@ -73,9 +73,12 @@ void ReadListing(const std::string& name, const std::string& dir, const std::str
     info->set_architecture(ArchitectureOf(*config));
   }
   *languages = ModelLanguages();
-  if (auto tokenizer = MarianTokenizer::Load(dir); tokenizer.ok()) {
-    if (auto l = ReadModelLanguages(dir, pair, **tokenizer); l.ok()) *languages = *std::move(l);
-  }
+  // A Marian vocabulary also names a multilingual model's targets; a model whose tokenizer loads
+  // only with it (CTranslate2, Argos) is listed with the pair its files name.
+  auto tokenizer = MarianTokenizer::Load(dir);
+  auto l =
+      tokenizer.ok() ? ReadModelLanguages(dir, pair, **tokenizer) : ReadModelLanguages(dir, pair);
+  if (l.ok()) *languages = *std::move(l);
   info->set_source_language(languages->source);
   info->set_target_language(languages->target);
   for (const std::string& t : languages->targets()) info->add_target_languages(t);
@@ -190,7 +193,8 @@ absl::Status ModelRepository::Start(const std::vector<std::string>& preload) {
               ? std::string("no model: give --model_dir or --model_repository")
               : absl::StrCat("no model directory in --model_repository '", options_.root,
                              "' (each model is a subdirectory with config.json and "
-                             "model.safetensors or pytorch_model.bin)"));
+                             "model.safetensors or pytorch_model.bin, a CTranslate2 directory, "
+                             "an Argos Translate package or a .argosmodel file)"));
     }
     if (!options_.default_model.empty()) {
       if (FindLocked(options_.default_model) == nullptr) {
@@ -654,8 +658,9 @@ void ModelRepository::HousekeepingLoop() {
 void ModelRepository::Rescan(bool reload_all) {
   // The file system is read without the lock; only its result is applied under it.
   std::vector<RepositoryEntry> found;
-  if (!options_.root.empty()) found = ScanRepository(options_.root);
+  if (!options_.root.empty()) found = ScanRepository(options_.root, &archives_);
   struct Listing {
+    std::string dir;
     ModelLanguages languages;
     v1::ModelInfo info;
     int64_t estimated_bytes = 0;
@@ -666,7 +671,7 @@ void ModelRepository::Rescan(bool reload_all) {
     for (const RepositoryEntry& f : found) {
       const Entry* e = FindLocked(f.name);
       if (e != nullptr && e->pinned) continue;
-      if (e == nullptr || e->fingerprint != f.fingerprint) listings[f.name];
+      if (e == nullptr || e->fingerprint != f.fingerprint) listings[f.name].dir = f.dir;
     }
   }
   for (auto& [name, l] : listings) {
@@ -674,9 +679,8 @@ void ModelRepository::Rescan(bool reload_all) {
     if (auto it = options_.model_languages.find(name); it != options_.model_languages.end()) {
       pair = it->second;
     }
-    const std::string dir = (std::filesystem::path(options_.root) / name).string();
-    ReadListing(name, dir, pair, &l.languages, &l.info);
-    l.estimated_bytes = EstimateWeightBytes(dir);
+    ReadListing(name, l.dir, pair, &l.languages, &l.info);
+    l.estimated_bytes = EstimateWeightBytes(l.dir);
   }
   Deferred deferred;
   {
@@ -738,6 +742,7 @@ void ModelRepository::Rescan(bool reload_all) {
         continue;
       }
       if (files_changed) {
+        e->dir = f.dir;  // an archive's new version is unpacked into a new folder
         e->pending.clear();
         e->known_bytes = 0;
         e->failed_fingerprint.clear();

@@ -163,6 +163,7 @@ class ModelRepository {
   RepositoryMetrics metrics_;
   const LoadedObserver observer_;
   std::atomic<bool> notify_{true};
+  UnpackedArchives archives_;  // the repository's .argosmodel files, unpacked
 
   mutable absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);

@@ -9,9 +9,9 @@
 
 namespace transerve {
 std::string ArchitectureOf(const MarianConfig& c) {
-  return absl::StrCat("marian transformer ", c.encoder_layers, "+", c.decoder_layers,
-                      " layers, d_model ", c.d_model, ", ", c.encoder_attention_heads,
-                      " heads, ffn ", c.encoder_ffn_dim, ", vocab ", c.vocab_size);
+  return absl::StrCat(c.family, " ", c.encoder_layers, "+", c.decoder_layers, " layers, d_model ",
+                      c.d_model, ", ", c.encoder_attention_heads, " heads, ffn ", c.encoder_ffn_dim,
+                      ", vocab ", c.vocab_size);
 }
 
 int64_t ResidentBytesOf(const Translator& translator, int64_t kv_cache_bytes, int replicas) {

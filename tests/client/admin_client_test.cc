@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tests/testing/paths.h"
 #include "transerve/v1/admin.grpc.pb.h"
 #include "transerve/v1/translator.grpc.pb.h"
 
@@ -123,7 +124,7 @@ class AdminClientTest : public ::testing::Test {
   void TearDown() override { server_->Shutdown(); }
 
   ClientRun Client(const std::string& args, const std::string& env = "") {
-    const std::string cmd = absl::StrCat(env, " ", TRANSERVE_BINARY_DIR,
+    const std::string cmd = absl::StrCat(env, " ", testing::BinaryDir(),
                                          "/bin/transerve-client --target=127.0.0.1:", port_,
                                          " --timeout=20 ", args, " 2>&1");
     ClientRun run;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/echo_service.h"
 #include "client/loadgen/load_run.h"
+#include "tests/testing/paths.h"
 
 namespace transerve {
 namespace {
@@ -124,6 +125,45 @@ TEST(LoadRun, ErrorsAreCountedByStatusName) {
   EXPECT_EQ(report->latency.count(), report->ok);  // latencies of successful calls only
 }
 
+TEST(LoadRun, KeptCallsAreTheTimelineOfTheHistogram) {
+  // One text in ten is slow, one in ten fails: the timeline must name each call's latency and
+  // status, each due inside the window, and agree with the histogram and the error counts.
+  std::vector<std::string> texts(8, "sleep_ms=5 a");
+  texts.push_back("sleep_ms=80 slow");
+  texts.push_back("status=UNAVAILABLE x");
+  LoadOptions o = Options(texts, 1.0);
+  o.concurrency = 3;
+  o.keep_calls = true;
+  auto report = RunLoad(EchoServer({}).Channels(), o);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(static_cast<int64_t>(report->calls.size()), report->sent);
+  int64_t ok = 0, unavailable = 0, slow = 0;
+  for (const LoadReport::Call& c : report->calls) {
+    EXPECT_GE(c.due_seconds, 0.0);
+    EXPECT_LT(c.due_seconds, 1.0);
+    if (c.status == "OK") {
+      ++ok;
+      if (c.latency_seconds >= 0.080) ++slow;
+    } else {
+      EXPECT_EQ(c.status, "UNAVAILABLE");
+      ++unavailable;
+    }
+  }
+  EXPECT_EQ(ok, report->ok);
+  EXPECT_EQ(unavailable, report->errors["UNAVAILABLE"]);
+  EXPECT_GT(slow, 0);
+  EXPECT_LT(slow, ok / 4);
+  const nlohmann::json j = ReportJson(*report);
+  ASSERT_EQ(j["calls"].size(), report->calls.size());
+  EXPECT_EQ(j["calls"][0][2].get<std::string>(), report->calls[0].status);
+  // Without keep_calls the report holds none.
+  o.keep_calls = false;
+  auto plain = RunLoad(EchoServer({}).Channels(), o);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(plain->calls.empty());
+  EXPECT_FALSE(ReportJson(*plain).contains("calls"));
+}
+
 TEST(LoadRun, StreamingReportsTheFirstChunkBeforeTheAnswer) {
   EchoServer server({});
   LoadOptions o = Options({"sleep_ms=50 hello world"}, 1.0);
@@ -177,7 +217,7 @@ TEST(LoadRun, InvalidOptionsAreRejected) {
 }
 
 // The binary: the JSON keys of docs/architecture.md section 2, and its exit codes.
-std::string Loadgen() { return std::string(TRANSERVE_BINARY_DIR) + "/bin/transerve-loadgen"; }
+std::string Loadgen() { return testing::BinaryDir() + "/bin/transerve-loadgen"; }
 
 int RunCommand(const std::string& command, std::string* output) {
   FILE* pipe = popen((command + " 2>&1").c_str(), "r");

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tests/testing/paths.h"
 #include "tests/testing/sentence_pool.h"
 #include "tests/testing/server_process.h"
 #include "transerve/v1/translator.grpc.pb.h"
@@ -34,8 +35,8 @@ class DocumentsTest : public ::testing::Test {
                                      absl::StrCat("transerve_documents_", getpid()));
     std::filesystem::create_directories(*dir_);
     const std::string models =
-        absl::StrCat(TRANSERVE_SOURCE_DIR "/models/en-de-small,",
-                     TRANSERVE_SOURCE_DIR "/tests/fixtures/tiny-marian/model");
+        absl::StrCat(testing::SourceDir(), "/models/en-de-small,", testing::SourceDir(),
+                     "/tests/fixtures/tiny-marian/model");
     server_ = new ServerProcess(
         {"--model_dir=" + models, "--model_languages=model=fr-es", "--host=127.0.0.1", "--port=0",
          "--metrics_port=-1", "--http_port=-1", "--num_threads=2", "--max_source_tokens=40",

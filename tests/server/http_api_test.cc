@@ -29,6 +29,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "tests/testing/paths.h"
 #include "tests/testing/sentence_pool.h"
 #include "tests/testing/server_process.h"
 #include "transerve/v1/translator.grpc.pb.h"
@@ -288,7 +289,7 @@ std::string PostRequestHead(const std::string& path, size_t content_length) {
 struct Server {
   Server(const std::filesystem::path& dir, const std::string& name,
          std::vector<std::string> extra_flags) {
-    std::vector<std::string> flags = {"--model_dir=" TRANSERVE_SOURCE_DIR "/models/en-de-small",
+    std::vector<std::string> flags = {"--model_dir=" + testing::SourceDir() + "/models/en-de-small",
                                       "--host=127.0.0.1", "--port=0", "--http_port=0",
                                       "--num_threads=2"};
     flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
@@ -1041,6 +1042,8 @@ DrainOutcome DrainWithRequestsInFlight(Server& s, int in_flight, int texts) {
   for (int i = 0; i < in_flight; ++i) {
     threads.emplace_back([&, i] {
       auto client = HttpClient(s.http_port);
+      // As long as the drain may take (DrainFlags): a sanitized build runs the work for minutes.
+      client->set_read_timeout(std::chrono::seconds(180));
       const std::string body = ToJson(requests[i], false);
       ++sent;
       auto res = client->Post(i % 2 == 1 ? "/v1/translate/stream" : "/v1/translate", body,
@@ -1088,7 +1091,7 @@ TEST_F(HttpApiTest, SigtermLetsHttpRequestsInFlightFinish) {
   Server s(*dir_, "drain_strict", DrainFlags());
   ASSERT_TRUE(s.ok()) << s.process->Log();
   constexpr int kInFlight = 8;
-  const DrainOutcome o = DrainWithRequestsInFlight(s, kInFlight, 4);
+  const DrainOutcome o = DrainWithRequestsInFlight(s, kInFlight, 16);
   ASSERT_EQ(o.status.size(), static_cast<size_t>(kInFlight));
   EXPECT_EQ(o.exit_status, 0) << s.process->Log();
   EXPECT_LT(o.answered_before_sigterm, kInFlight) << "none was in flight when the drain began";

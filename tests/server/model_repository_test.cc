@@ -50,6 +50,7 @@
 #include "absl/strings/str_split.h"
 #include "tests/server/model_repository_client.h"
 #include "tests/testing/model_variants.h"
+#include "tests/testing/paths.h"
 #include "transerve/v1/admin.grpc.pb.h"
 #include "transerve/v1/translator.grpc.pb.h"
 
@@ -87,7 +88,7 @@ class ModelRepositoryTest : public ::testing::Test {
   fs::path repo() const { return work_ / "repo"; }
   std::string RepositoryFlag() const { return "--model_repository=" + repo().string(); }
   void AddVariant(const std::string& name, uint32_t seed) {
-    ASSERT_TRUE(testing::WriteModelVariant(testing::kTinyFixtureModel, repo() / name, seed).ok());
+    ASSERT_TRUE(testing::WriteModelVariant(testing::TinyFixtureModel(), repo() / name, seed).ok());
   }
 
   // One variant's resident bytes as the server reports them once loaded (for budgets).
@@ -95,7 +96,7 @@ class ModelRepositoryTest : public ::testing::Test {
     const fs::path probe_repo = work_ / "probe";
     fs::create_directories(probe_repo);
     EXPECT_TRUE(
-        testing::WriteModelVariant(testing::kTinyFixtureModel, probe_repo / "probe", 1).ok());
+        testing::WriteModelVariant(testing::TinyFixtureModel(), probe_repo / "probe", 1).ok());
     RepositoryServer server(
         work_, "probe",
         {"--model_repository=" + probe_repo.string(), std::string("--admin_token=") + kAdminToken});
@@ -416,7 +417,7 @@ TEST_F(ModelRepositoryTest, ReloadUnderLoadSwitchesAnswersWithoutAFailedCall) {
 
   Callers callers(&server, "m", 16, 1);
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  ASSERT_TRUE(testing::WriteModelVariant(testing::kTinyFixtureModel, repo() / "m", 201).ok());
+  ASSERT_TRUE(testing::WriteModelVariant(testing::TinyFixtureModel(), repo() / "m", 201).ok());
   // The switch: the first call that answers the new version (probing the texts that differ).
   std::optional<Clock::time_point> switched;
   ASSERT_TRUE(WaitFor(std::chrono::seconds(60), [&] {
@@ -499,7 +500,7 @@ TEST_F(ModelRepositoryTest, ABrokenReloadKeepsTheOldVersionServing) {
   {
     Callers callers(&server, "m", 4, 1);
     const size_t log_before = server.Log().size();
-    ASSERT_TRUE(testing::WriteBrokenModel(testing::kTinyFixtureModel, repo() / "m").ok());
+    ASSERT_TRUE(testing::WriteBrokenModel(testing::TinyFixtureModel(), repo() / "m").ok());
     ASSERT_TRUE(WaitFor(std::chrono::seconds(60), [&] {
       auto m = server.Status("m");
       return m.has_value() && !m->last_error().empty();
@@ -538,7 +539,7 @@ TEST_F(ModelRepositoryTest, ABrokenReloadKeepsTheOldVersionServing) {
   EXPECT_EQ(MetricSum(metrics, "transerve_model_loaded", {ModelLabel("m")}), 1);
 
   // Whole files again: the next version loads and the error is cleared.
-  ASSERT_TRUE(testing::WriteModelVariant(testing::kTinyFixtureModel, repo() / "m", 301).ok());
+  ASSERT_TRUE(testing::WriteModelVariant(testing::TinyFixtureModel(), repo() / "m", 301).ok());
   ASSERT_TRUE(WaitFor(std::chrono::seconds(60), [&] {
     return CountDifferent(AnswersAlone(&server, "m", 1), new_answers) == 0;
   })) << "the whole new version was never served";
@@ -763,7 +764,7 @@ TEST_F(ModelRepositoryTest, AdminNeedsAnAdminToken) {
 TEST_F(ModelRepositoryTest, ModelDirModelsArePinned) {
   AddVariant("a", 700);
   const fs::path pinned = work_ / "pinned";
-  fs::create_directory_symlink(testing::kTinyFixtureModel, pinned);
+  fs::create_directory_symlink(testing::TinyFixtureModel(), pinned);
   RepositoryServer server(work_, "pinned",
                           {RepositoryFlag(), "--model_dir=" + pinned.string(),
                            std::string("--admin_token=") + kAdminToken});
@@ -814,7 +815,7 @@ TEST_F(ModelRepositoryTest, AModelLargerThanTheBudgetIsRefusedWithTheReason) {
 // of 2020's conversions) are models of the repository like any other, loaded on demand, and
 // answer what their safetensors twins answer.
 TEST_F(ModelRepositoryTest, PytorchOnlyDirectoriesServeLikeTheirSafetensorsTwins) {
-  const fs::path fixtures = fs::path(TRANSERVE_SOURCE_DIR) / "tests" / "fixtures";
+  const fs::path fixtures = fs::path(testing::SourceDir()) / "tests" / "fixtures";
   struct Twin {
     std::string name;
     fs::path model;  // the safetensors directory

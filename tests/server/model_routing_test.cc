@@ -9,6 +9,7 @@
 
 #include "model/translator/translator.h"
 #include "server/model_languages.h"
+#include "tests/testing/paths.h"
 
 namespace transerve {
 namespace {
@@ -128,7 +129,7 @@ class ModelLanguagesTest : public ::testing::Test {
  protected:
   static const MarianTokenizer& Model() {
     static MarianTokenizer* t = [] {
-      auto r = MarianTokenizer::Load(TRANSERVE_SOURCE_DIR "/tests/fixtures/tiny-marian/model");
+      auto r = MarianTokenizer::Load(testing::SourceDir() + "/tests/fixtures/tiny-marian/model");
       EXPECT_TRUE(r.ok()) << r.status();
       return r->release();
     }();

@@ -28,6 +28,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tests/testing/paths.h"
 #include "tests/testing/server_process.h"
 #include "transerve/v1/translator.grpc.pb.h"
 
@@ -137,7 +138,7 @@ class MultiModelTest : public ::testing::TestWithParam<std::string> {
            absl::StrCat("transerve_multi_model_", getpid(), "_", GetParam());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
-    const std::string fixtures = TRANSERVE_SOURCE_DIR "/tests/fixtures/";
+    const std::string fixtures = testing::SourceDir() + "/tests/fixtures/";
     // Names are the directories' base names: a and b are one model twice, c another one.
     std::filesystem::create_directory_symlink(fixtures + "tiny-marian/model", dir_ / "a");
     std::filesystem::create_directory_symlink(fixtures + "tiny-marian/model", dir_ / "b");

@@ -68,8 +68,10 @@ slowest="$(json_field "$o" 'j["answer_any_status_seconds"]["max"]')"
 [ "$(py "$slowest <= $deadline + 0.25")" = True ] || fail "overload: an answer took $slowest s (deadline $deadline s)"
 ok_p99="$(json_field "$o" 'j["latency_seconds"]["p99"]')"
 # A sentence waits at most the queue budget to be admitted, then decodes beside a full batch (L at
-# p99); a second L absorbs the noise of a shared machine.
-budget="$(py "round($queue_budget + 2 * $full_batch_p99, 3)")"
+# p99); a second L and 50 ms absorb the noise of a shared machine, where the load generator
+# shares the two cores at three times the saturation rate (its own lag before a call leaves,
+# counted from the call's due time, reached 40 ms beyond 2L in runs on such a machine).
+budget="$(py "round($queue_budget + 2 * $full_batch_p99 + 0.05, 3)")"
 [ "$(py "$ok_p99 <= $budget")" = True ] || fail "overload: p99 of OK calls $ok_p99 s over the budget $budget s"
 [ "$(py "$rss_peak <= 2 * $rss_saturated")" = True ] || fail "overload: peak RSS $rss_peak KiB, saturated $rss_saturated KiB"
 [ "$(json_field "$o" 'j["ok"]')" -gt 0 ] || fail "overload: nothing was served"

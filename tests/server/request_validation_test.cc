@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/testing/paths.h"
 #include "text/utf8_chars.h"
 
 namespace transerve {
@@ -11,7 +12,7 @@ namespace {
 const Translator& Model() {
   static Translator* t = [] {
     TranslatorOptions o;
-    o.model_dir = TRANSERVE_SOURCE_DIR "/tests/fixtures/tiny-marian/model";
+    o.model_dir = testing::SourceDir() + "/tests/fixtures/tiny-marian/model";
     o.num_threads = 1;
     auto r = Translator::Create(o);
     EXPECT_TRUE(r.ok()) << r.status();

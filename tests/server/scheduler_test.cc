@@ -17,7 +17,9 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "server/replica_set.h"
 #include "tests/model/translator/fixtures.h"
 
 namespace transerve {
@@ -166,6 +168,17 @@ class SchedulerTest : public ::testing::Test {
       }
     };
     return job;
+  }
+
+  // The fixture case whose greedy output is longest: a call that spans many steps.
+  static size_t LongestGreedy() {
+    size_t longest = 0;
+    for (size_t i = 0; i < greedy_->size(); ++i) {
+      if ((*greedy_)[i].hypotheses[0].ids.size() > (*greedy_)[longest].hypotheses[0].ids.size()) {
+        longest = i;
+      }
+    }
+    return longest;
   }
 
   static inline int max_length_ = 0;
@@ -613,6 +626,152 @@ TEST_F(SchedulerTest, ALargeRequestHoldsFewSentencesWhileASmallOneHasWork) {
     EXPECT_LE(document_rows[s].size(), 3u) << "step " << s;
   }
   EXPECT_GT(shared_steps, 3u) << "the call and the document hardly ran side by side";
+}
+
+// While a small call has work, a bulk request's live sentences (more queued than it may hold)
+// join one step in kBulkStepEvery, and every step again once the call is done; the sentences
+// that sat steps out still give exactly their outputs alone.
+TEST_F(SchedulerTest, ABulkRequestSitsOutMostStepsOfASmallCall) {
+  const size_t n = 40;
+  AdmissionPolicy policy;
+  policy.max_batch_sequences = 16;
+  policy.max_request_live = 3;
+  // The call decodes the fixture's longest greedy output, so it spans many steps.
+  const size_t longest = LongestGreedy();
+  absl::Mutex mu;
+  int64_t step = 0;
+  std::set<int64_t> document_steps, call_steps;
+  Scheduler scheduler(translator_, {.admission = policy, .before_step_for_test = [&](int64_t s) {
+                                      absl::MutexLock lock(&mu);
+                                      step = s;
+                                    }});
+  Outcomes outcomes(n + 1);
+  std::vector<SentenceJob> jobs;
+  std::atomic<bool> submitted{false};
+  for (size_t i = 0; i < n; ++i) {
+    jobs.push_back(outcomes.Job(i, (*sources_)[i % sources_->size()], Greedy(max_length_)));
+    auto count = std::move(jobs.back().on_progress);
+    jobs.back().on_progress = [&, count](const std::vector<int32_t>& ids) {
+      count(ids);
+      {
+        absl::MutexLock lock(&mu);
+        document_steps.insert(step);
+      }
+      if (!submitted.exchange(true)) {
+        std::vector<SentenceJob> call;
+        call.push_back(outcomes.Job(n, (*sources_)[longest], Greedy(max_length_)));
+        auto counted = std::move(call.back().on_progress);
+        call.back().on_progress = [&, counted](const std::vector<int32_t>& ids) {
+          counted(ids);
+          absl::MutexLock lock(&mu);
+          call_steps.insert(step);
+        };
+        EXPECT_TRUE(scheduler.Submit(std::move(call)).ok());
+      }
+    };
+  }
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  ASSERT_TRUE(outcomes.WaitForAnswers(n + 1));
+  ExpectSameResult(outcomes.result(n), (*greedy_)[longest], "the call");
+  for (size_t i = 0; i < n; ++i) {
+    ExpectSameResult(outcomes.result(i), (*greedy_)[i % sources_->size()],
+                     absl::StrCat("document sentence ", i));
+  }
+  absl::MutexLock lock(&mu);
+  ASSERT_GE(call_steps.size(), 8u);
+  // The call's steps are consecutive; the document is in one of every kBulkStepEvery.
+  const int64_t first = *call_steps.begin(), last = *call_steps.rbegin();
+  EXPECT_EQ(static_cast<int64_t>(call_steps.size()), last - first + 1);
+  int64_t shared = 0;
+  for (int64_t s = first; s <= last; ++s) shared += document_steps.contains(s) ? 1 : 0;
+  const int64_t steps = last - first + 1;
+  EXPECT_GE(shared, steps / kBulkStepEvery - 1) << "the document starved beside the call";
+  EXPECT_LE(shared, steps / kBulkStepEvery + 1) << "the document took steps from the call";
+  // Before the call and after it, the document is in every step it has.
+  EXPECT_TRUE(document_steps.contains(first - 1));
+  for (int64_t s = last + 2; s <= last + 4; ++s) {
+    EXPECT_TRUE(document_steps.contains(s)) << "step " << s << " after the call left";
+  }
+}
+
+// Over replicas: while a small call runs on one, a replica with only the bulk request's
+// sentences makes room for it (waits about a step's time for each step it sits out) instead
+// of decoding side by side on the other core; everything still gives its output alone. (That
+// it never starves is the bounded wait: ABulkRequestSitsOutMostStepsOfASmallCall counts it.)
+TEST_F(SchedulerTest, AReplicaWithOnlyBulkWorkMakesRoomForASmallCallOnAnother) {
+  // Long enough that each replica's share keeps more rows queued than max_request_live while the
+  // call runs (a share near its end is no longer bulk, and steps freely).
+  const size_t n = 240;
+  AdmissionPolicy policy;
+  policy.max_batch_sequences = 16;
+  policy.max_request_live = 3;
+  const size_t longest = LongestGreedy();
+  absl::Mutex mu;
+  std::vector<std::pair<std::thread::id, absl::Time>> steps;  // every step: its loop, when
+  std::optional<std::thread::id> call_thread;
+  absl::Time call_first = absl::InfiniteFuture(), call_last = absl::InfinitePast();
+  auto set = ReplicaSet::Create(translator_, 2,
+                                {.admission = policy, .before_step_for_test = [&](int64_t) {
+                                   absl::MutexLock lock(&mu);
+                                   steps.emplace_back(std::this_thread::get_id(), absl::Now());
+                                 }});
+  ASSERT_TRUE(set.ok()) << set.status();
+  Outcomes outcomes(n + 1);
+  std::vector<SentenceJob> jobs;
+  std::atomic<bool> submitted{false};
+  for (size_t i = 0; i < n; ++i) {
+    jobs.push_back(outcomes.Job(i, (*sources_)[i % sources_->size()], Greedy(max_length_)));
+    auto count = std::move(jobs.back().on_progress);
+    jobs.back().on_progress = [&, count](const std::vector<int32_t>& ids) {
+      count(ids);
+      if (submitted.exchange(true)) return;
+      std::vector<SentenceJob> call;
+      call.push_back(outcomes.Job(n, (*sources_)[longest], Greedy(max_length_)));
+      auto counted = std::move(call.back().on_progress);
+      call.back().on_progress = [&, counted](const std::vector<int32_t>& ids) {
+        counted(ids);
+        absl::MutexLock lock(&mu);
+        call_thread = std::this_thread::get_id();
+        call_first = std::min(call_first, absl::Now());
+        call_last = absl::Now();
+      };
+      EXPECT_TRUE((*set)->Submit(std::move(call)).ok());
+    };
+  }
+  ASSERT_TRUE((*set)->Submit(std::move(jobs)).ok());
+  ASSERT_TRUE(outcomes.WaitForAnswers(n + 1));
+  ExpectSameResult(outcomes.result(n), (*greedy_)[longest], "the call");
+  for (size_t i = 0; i < n; ++i) {
+    ExpectSameResult(outcomes.result(i), (*greedy_)[i % sources_->size()],
+                     absl::StrCat("document sentence ", i));
+  }
+  ASSERT_TRUE((*set)->Shutdown(absl::Seconds(5)).ok());
+  absl::MutexLock lock(&mu);
+  ASSERT_TRUE(call_thread.has_value());
+  // Steps of each loop while the call ran, and in a window right after it (longer, for enough
+  // steps to count, and at least 100 ms: on a loaded machine a loop may not be scheduled for
+  // tens of milliseconds, which left too few steps to compare), when both replicas decode the
+  // document alone: the bulk-only replica's pace against the call's
+  // replica, beside the call and without it (a ratio of ratios, so that a slow machine or a
+  // sanitizer, which slow both loops alike, do not move it).
+  const absl::Duration span = std::max(4 * (call_last - call_first), absl::Milliseconds(100));
+  int64_t beside_call = 0, elsewhere = 0, after_there = 0, after_elsewhere = 0;
+  for (const auto& [thread, at] : steps) {
+    const bool there = thread == *call_thread;
+    if (at > call_first && at < call_last) (there ? beside_call : elsewhere) += 1;
+    if (at > call_last && at < call_last + span) (there ? after_there : after_elsewhere) += 1;
+  }
+  ASSERT_GE(beside_call, 6) << "the call hardly ran";
+  ASSERT_GE(after_there, 4) << "the document ended with the call: nothing to compare with";
+  ASSERT_GE(after_elsewhere, 4) << "the document ended with the call: nothing to compare with";
+  const double with_call = static_cast<double>(elsewhere) / static_cast<double>(beside_call);
+  const double without = static_cast<double>(after_elsewhere) / static_cast<double>(after_there);
+  std::cout << "bulk-only replica's steps per step of the call's replica: " << with_call
+            << " beside the call (" << elsewhere << "/" << beside_call << "), " << without
+            << " after it (" << after_elsewhere << "/" << after_there << ")\n";
+  EXPECT_LE(with_call, 0.4 * without)
+      << "the bulk-only replica kept decoding beside the call: " << elsewhere << " steps against "
+      << beside_call << ", after it " << after_elsewhere << " against " << after_there;
 }
 
 TEST_F(SchedulerTest, FullQueueIsResourceExhaustedAndQueuesNothing) {

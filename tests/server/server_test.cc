@@ -21,6 +21,7 @@
 #include "model/translator/translator.h"
 #include "tests/model/cuda/emulator_hooks.h"
 #include "tests/server/test_server.h"
+#include "tests/testing/paths.h"
 #include "transerve/testing/reflection_wire.pb.h"
 #include "transerve/v1/translator.grpc.pb.h"
 
@@ -534,7 +535,7 @@ TEST(ServerModelsTest, ServesSeveralModelsByDirectoryName) {
   std::filesystem::create_directories(dir);
   std::filesystem::create_directory_symlink(ModelDir(), dir + "/first");
   std::filesystem::create_directory_symlink(
-      TRANSERVE_SOURCE_DIR "/tests/fixtures/tiny-marian-variant/model", dir + "/second");
+      testing::SourceDir() + "/tests/fixtures/tiny-marian-variant/model", dir + "/second");
   ServerConfig c = BaseConfig();
   c.model_dirs = {dir + "/first", dir + "/second/"};
   auto server = StartServer(c);

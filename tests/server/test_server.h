@@ -13,11 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/server.h"
+#include "tests/testing/paths.h"
 #include "transerve/v1/translator.grpc.pb.h"
 
 namespace transerve::testing {
 
-inline std::string ModelDir() { return TRANSERVE_SOURCE_DIR "/tests/fixtures/tiny-marian/model"; }
+inline std::string ModelDir() { return SourceDir() + "/tests/fixtures/tiny-marian/model"; }
 
 // One model, one engine thread, no metrics listener (MetricsText() reads them), float32 (the
 // tests check the dtype reported; auto may pick int8).

@@ -122,6 +122,16 @@ TEST(RequestLiveLimit, BindsLargeRequestsOnlyWhileSmallOnesAreAbout) {
   EXPECT_EQ(RequestLiveLimit(policy, true), 8);
 }
 
+TEST(IsBulkRequest, ALargeRequestWithMoreQueuedThanItsLiveShare) {
+  AdmissionPolicy policy;
+  policy.max_request_live = 4;
+  EXPECT_TRUE(IsBulkRequest(policy, false, 5));
+  EXPECT_FALSE(IsBulkRequest(policy, false, 4));   // near its end: steps freely
+  EXPECT_FALSE(IsBulkRequest(policy, true, 400));  // small requests never are
+  policy.max_request_live = 0;                     // no bound: nothing is bulk
+  EXPECT_FALSE(IsBulkRequest(policy, false, 400));
+}
+
 TEST(SpreadOverReplicas, EachSentenceGoesToTheLeastLoadedReplica) {
   std::mt19937 rng(11);
   for (int round = 0; round < 200; ++round) {

@@ -11,11 +11,13 @@
 #include <sstream>
 #include <string>
 
+#include "tests/testing/paths.h"
+
 namespace transerve::http {
 namespace {
 
 const std::filesystem::path kWebDir =
-    std::filesystem::path(TRANSERVE_SOURCE_DIR) / "server/http/web";
+    std::filesystem::path(testing::SourceDir()) / "server/http/web";
 
 std::string ReadFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "model/loader/safetensors.h"
 #include "model/loader/safetensors_writer.h"
+#include "tests/testing/paths.h"
 
 namespace transerve::testing {
 namespace {
@@ -100,6 +101,8 @@ absl::Status PerturbWeights(const fs::path& from, const fs::path& to, uint32_t s
 }
 
 }  // namespace
+
+fs::path TinyFixtureModel() { return fs::path(SourceDir()) / "tests/fixtures/tiny-marian/model"; }
 
 absl::Status WriteModelVariant(const fs::path& fixture_dir, const fs::path& dest, uint32_t seed,
                                float spread) {

@@ -20,8 +20,7 @@
 namespace transerve::testing {
 
 // The tiny fixture model the variants start from.
-inline constexpr char kTinyFixtureModel[] =
-    TRANSERVE_SOURCE_DIR "/tests/fixtures/tiny-marian/model";
+std::filesystem::path TinyFixtureModel();
 
 // Writes `fixture_dir`'s files to `dest` (created, or its files replaced as above) with every
 // float tensor of model.safetensors scaled element-wise by 1 + N(0, `spread`) drawn from

@@ -72,9 +72,9 @@ class ModelVariantsTest : public ::testing::Test {
 };
 
 TEST_F(ModelVariantsTest, DistinctSeedsTranslateMostSentencesDifferently) {
-  ASSERT_TRUE(WriteModelVariant(kTinyFixtureModel, Model("a"), 1).ok());
-  ASSERT_TRUE(WriteModelVariant(kTinyFixtureModel, Model("b"), 2).ok());
-  const auto fixture = GreedyTranslations(kTinyFixtureModel);
+  ASSERT_TRUE(WriteModelVariant(TinyFixtureModel(), Model("a"), 1).ok());
+  ASSERT_TRUE(WriteModelVariant(TinyFixtureModel(), Model("b"), 2).ok());
+  const auto fixture = GreedyTranslations(TinyFixtureModel());
   const auto a = GreedyTranslations(Model("a"));
   const auto b = GreedyTranslations(Model("b"));
   const int pool = static_cast<int>(std::size(kSentencePool));
@@ -87,11 +87,11 @@ TEST_F(ModelVariantsTest, DistinctSeedsTranslateMostSentencesDifferently) {
 }
 
 TEST_F(ModelVariantsTest, OneSeedWritesTheSameFiles) {
-  ASSERT_TRUE(WriteModelVariant(kTinyFixtureModel, Model("a"), 7).ok());
-  ASSERT_TRUE(WriteModelVariant(kTinyFixtureModel, Model("b"), 7).ok());
-  ASSERT_TRUE(WriteModelVariant(kTinyFixtureModel, Model("c"), 8).ok());
+  ASSERT_TRUE(WriteModelVariant(TinyFixtureModel(), Model("a"), 7).ok());
+  ASSERT_TRUE(WriteModelVariant(TinyFixtureModel(), Model("b"), 7).ok());
+  ASSERT_TRUE(WriteModelVariant(TinyFixtureModel(), Model("c"), 8).ok());
   int files = 0;
-  for (const auto& entry : fs::directory_iterator(kTinyFixtureModel)) {
+  for (const auto& entry : fs::directory_iterator(TinyFixtureModel())) {
     const fs::path name = entry.path().filename();
     EXPECT_EQ(ReadAll(Model("a") / name), ReadAll(Model("b") / name)) << name;
     ++files;
@@ -99,23 +99,23 @@ TEST_F(ModelVariantsTest, OneSeedWritesTheSameFiles) {
   EXPECT_GE(files, 4);
   EXPECT_NE(ReadAll(Model("a") / "model.safetensors"), ReadAll(Model("c") / "model.safetensors"));
   EXPECT_NE(ReadAll(Model("a") / "model.safetensors"),
-            ReadAll(fs::path(kTinyFixtureModel) / "model.safetensors"));
+            ReadAll(TinyFixtureModel() / "model.safetensors"));
 }
 
 TEST_F(ModelVariantsTest, ReplacingAModelSwapsItsFilesInPlace) {
-  ASSERT_TRUE(WriteModelVariant(kTinyFixtureModel, Model("a"), 1).ok());
-  ASSERT_TRUE(WriteModelVariant(kTinyFixtureModel, Model("two"), 2).ok());
+  ASSERT_TRUE(WriteModelVariant(TinyFixtureModel(), Model("a"), 1).ok());
+  ASSERT_TRUE(WriteModelVariant(TinyFixtureModel(), Model("two"), 2).ok());
   // The directory stays (a poll never sees it missing); its files are the new ones.
   const ino_t directory_before = Inode(Model("a"));
-  ASSERT_TRUE(WriteModelVariant(kTinyFixtureModel, Model("a"), 2).ok());
+  ASSERT_TRUE(WriteModelVariant(TinyFixtureModel(), Model("a"), 2).ok());
   EXPECT_EQ(Inode(Model("a")), directory_before);
   EXPECT_EQ(ReadAll(Model("a") / "model.safetensors"), ReadAll(Model("two") / "model.safetensors"));
   EXPECT_EQ(GreedyTranslations(Model("a")), GreedyTranslations(Model("two")));
 }
 
 TEST_F(ModelVariantsTest, ABrokenModelDoesNotLoadAndRemovalIsWhole) {
-  ASSERT_TRUE(WriteModelVariant(kTinyFixtureModel, Model("a"), 1).ok());
-  ASSERT_TRUE(WriteBrokenModel(kTinyFixtureModel, Model("a")).ok());
+  ASSERT_TRUE(WriteModelVariant(TinyFixtureModel(), Model("a"), 1).ok());
+  ASSERT_TRUE(WriteBrokenModel(TinyFixtureModel(), Model("a")).ok());
   auto broken = Translator::Create({.model_dir = Model("a").string(), .device = "cpu"});
   EXPECT_FALSE(broken.ok());
   EXPECT_TRUE(fs::exists(Model("a") / "config.json"));

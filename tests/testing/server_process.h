@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testing/paths.h"
+
 extern char** environ;
 
 namespace transerve::testing {
@@ -23,7 +25,7 @@ namespace transerve::testing {
 class ServerProcess {
  public:
   ServerProcess(const std::vector<std::string>& args, const std::string& log) : log_(log) {
-    std::vector<std::string> argv_strings = {TRANSERVE_BINARY_DIR "/bin/transerve-server"};
+    std::vector<std::string> argv_strings = {BinaryDir() + "/bin/transerve-server"};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_strings) argv.push_back(a.data());

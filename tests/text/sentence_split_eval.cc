@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/paths.h"
 #include "text/sentence_breaks.h"
 #include "text/sentence_splitter.h"
 
@@ -109,7 +110,8 @@ int main(int argc, char** argv) {
     }
   }
   const std::string path =
-      args.size() > 0 ? args[0] : TRANSERVE_SOURCE_DIR "/tests/text/data/sentences_en.txt";
+      args.size() > 0 ? args[0]
+                      : transerve::testing::SourceDir() + "/tests/text/data/sentences_en.txt";
   const std::string language = args.size() > 1 ? args[1] : "en";
   const std::vector<Paragraph> paragraphs = ReadParagraphs(path);
   size_t boundaries = 0;

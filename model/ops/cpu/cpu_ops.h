@@ -24,6 +24,9 @@ void Activate(Activation activation, Tensor* y);
 void ActivateSpan(Activation activation, float* y, int64_t n);
 void AddLayerNorm(const Tensor& x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
                   float eps, Tensor* out);
+void LayerNorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor* out);
+void AddToLayerNorm(Tensor* x, const Tensor& residual, const Tensor& gamma, const Tensor& beta,
+                    float eps, Tensor* out);
 void EmbedTokens(const Tensor& table, std::span<const int32_t> ids,
                  std::span<const int32_t> positions, float scale, const Tensor& position_table,
                  Tensor* out);

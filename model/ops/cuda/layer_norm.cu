@@ -1,5 +1,6 @@
-// out = LayerNorm(x + residual) * gamma + beta: one block per row, two reductions (mean, then
-// the variance around it, as the CPU backend and PyTorch compute it).
+// out = LayerNorm(x + residual) * gamma + beta (residual optional, the sum optionally kept): one
+// block per row, two reductions (mean, then the variance around it, as the CPU backend and PyTorch
+// compute it).
 #include <cstdint>
 
 #include "model/ops/cuda/cuda_status.h"
@@ -28,34 +29,40 @@ __device__ float BlockSum(float v, float* shared) {
 }
 
 __global__ void AddLayerNormKernel(const float* x, const float* residual, const float* gamma,
-                                   const float* beta, int64_t d, float eps, float* out) {
+                                   const float* beta, int64_t d, float eps, float* sum,
+                                   float* out) {
   __shared__ float shared[kThreads / 32];
   const int64_t row = blockIdx.x;
   const float* xr = x + row * d;
-  const float* rr = residual + row * d;
+  const float* rr = residual != nullptr ? residual + row * d : nullptr;
   float* o = out + row * d;
-  float sum = 0.0f;
-  for (int64_t i = threadIdx.x; i < d; i += kThreads) sum += xr[i] + rr[i];
-  const float mean = BlockSum(sum, shared) / static_cast<float>(d);
+  float* s = sum != nullptr ? sum + row * d : nullptr;
+  auto at = [&](int64_t i) { return rr != nullptr ? xr[i] + rr[i] : xr[i]; };
+  float total = 0.0f;
+  for (int64_t i = threadIdx.x; i < d; i += kThreads) total += at(i);
+  const float mean = BlockSum(total, shared) / static_cast<float>(d);
   float squares = 0.0f;
   for (int64_t i = threadIdx.x; i < d; i += kThreads) {
-    const float c = xr[i] + rr[i] - mean;
+    const float c = at(i) - mean;
     squares += c * c;
   }
   const float inv_std = rsqrtf(BlockSum(squares, shared) / static_cast<float>(d) + eps);
-  // Each element is read before its own write, so out may alias x or residual.
+  // Each element is read before its own writes (by the same thread), so out and sum may alias
+  // x or residual.
   for (int64_t i = threadIdx.x; i < d; i += kThreads) {
-    o[i] = (xr[i] + rr[i] - mean) * inv_std * gamma[i] + beta[i];
+    const float v = at(i);
+    if (s != nullptr) s[i] = v;
+    o[i] = (v - mean) * inv_std * gamma[i] + beta[i];
   }
 }
 
 }  // namespace
 
 int AddLayerNormF32(const float* x, const float* residual, const float* gamma, const float* beta,
-                    int64_t rows, int64_t d, float eps, float* out) {
+                    int64_t rows, int64_t d, float eps, float* sum, float* out) {
   if (rows == 0) return 0;
   Launch(AddLayerNormKernel, dim3(static_cast<unsigned>(rows)), dim3(kThreads), 0, Stream(), x,
-         residual, gamma, beta, d, eps, out);
+         residual, gamma, beta, d, eps, sum, out);
   return Check(cudaGetLastError(), "add_layer_norm kernel");
 }
 

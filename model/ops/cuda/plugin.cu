@@ -18,7 +18,7 @@ namespace transerve::cuda {
 int LinearF32(const float* x, int64_t m, int64_t k, const float* w, int64_t n, const float* bias,
               int activation, float* y);
 int AddLayerNormF32(const float* x, const float* residual, const float* gamma, const float* beta,
-                    int64_t rows, int64_t d, float eps, float* out);
+                    int64_t rows, int64_t d, float eps, float* sum, float* out);
 int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int32_t head_dim,
               const TranserveCudaKvSegment* segments, const int32_t* row_segments, float scale,
               float* out, int64_t out_stride, float* head_mean, int64_t mean_stride);

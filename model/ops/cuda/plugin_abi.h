@@ -12,7 +12,7 @@ extern "C" {
 
 #include <stdint.h>
 
-#define TRANSERVE_CUDA_PLUGIN_ABI 9
+#define TRANSERVE_CUDA_PLUGIN_ABI 10
 
 // What a failed call's error means for the caller (last_error_kind).
 #define TRANSERVE_CUDA_ERROR_FAILED 0         // this call failed; the device still works
@@ -80,11 +80,12 @@ typedef struct TranserveCudaApi {
   // y[m, n] = activation(x[m, k] · w[n, k]ᵀ + bias[n]); bias may be NULL.
   int (*linear_f32)(TranserveCudaStream* stream, const float* x, int64_t m, int64_t k,
                     const float* w, int64_t n, const float* bias, int activation, float* y);
-  // out[r] = LayerNorm(x[r] + residual[r]) * gamma + beta over d columns (biased variance);
-  // out may alias x or residual.
+  // s[r] = x[r] + residual[r] (residual may be NULL: s = x), kept in sum[r] unless sum is
+  // NULL; out[r] = LayerNorm(s[r]) * gamma + beta over d columns (biased variance). out and sum
+  // may alias x or residual.
   int (*add_layer_norm_f32)(TranserveCudaStream* stream, const float* x, const float* residual,
                             const float* gamma, const float* beta, int64_t rows, int64_t d,
-                            float eps, float* out);
+                            float eps, float* sum, float* out);
   // Scaled dot-product attention of single queries: query row r (q + r * q_stride), head h
   // (head_dim floats at h * head_dim), attends the positions of its segments
   // segments[row_segments[r] .. row_segments[r + 1]) (host arrays), softmax(q·kᵀ·scale)·v into

@@ -99,6 +99,28 @@ TEST_F(CudaOpsTest, AddLayerNormMatchesTheCpuAndMayWriteInPlace) {
   ExpectClose(gx, cpu, 1e-4f);
 }
 
+TEST_F(CudaOpsTest, PreNormLayerNormsMatchTheCpuAndKeepTheSum) {
+  std::mt19937 rng(34);
+  const Tensor x = RandomTensor({13, 384}, rng, 3.0f), r = RandomTensor({13, 384}, rng),
+               gamma = RandomTensor({384}, rng), beta = RandomTensor({384}, rng);
+  const Tensor g = ops::CopyTo(gamma, Device::kCuda), b = ops::CopyTo(beta, Device::kCuda);
+  Tensor cpu_normed, gpu_normed;
+  ops::LayerNorm(x, gamma, beta, 1e-6f, &cpu_normed);
+  ops::LayerNorm(ops::CopyTo(x, Device::kCuda), g, b, 1e-6f, &gpu_normed);
+  ExpectClose(gpu_normed, cpu_normed, 1e-4f);
+
+  Tensor cpu_stream = Tensor::FromFloats(x.shape(), x.ToFloatVector());
+  ops::AddToLayerNorm(&cpu_stream, r, gamma, beta, 1e-5f, &cpu_normed);
+  Tensor gpu_stream = ops::CopyTo(x, Device::kCuda);
+  ops::AddToLayerNorm(&gpu_stream, ops::CopyTo(r, Device::kCuda), g, b, 1e-5f, &gpu_normed);
+  ExpectClose(gpu_normed, cpu_normed, 1e-4f);
+  ExpectClose(gpu_stream, cpu_stream, 1e-6f);
+  // The stack's last norm writes its output over the stream.
+  ops::AddToLayerNorm(&gpu_stream, ops::CopyTo(r, Device::kCuda), g, b, 1e-5f, &gpu_stream);
+  ops::AddToLayerNorm(&cpu_stream, r, gamma, beta, 1e-5f, &cpu_stream);
+  ExpectClose(gpu_stream, cpu_stream, 1e-4f);
+}
+
 TEST_F(CudaOpsTest, PackedSelfAttentionMatchesTheCpuForEveryHeadSize) {
   std::mt19937 rng(35);
   const std::vector<int32_t> offsets{0, 5, 6, 23, 40};

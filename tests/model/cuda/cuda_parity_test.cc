@@ -14,6 +14,7 @@
 #include "model/ops/cuda_plugin.h"
 #include "model/translator/translator.h"
 #include "tests/model/translator/fixtures.h"
+#include "tests/testing/paths.h"
 
 namespace transerve {
 namespace {
@@ -171,8 +172,8 @@ TEST_P(CudaParityTest, Float16WeightsKeepTheFirstStepsLogitsClose) {
 // (models/en-de-small/README.md).
 TEST(CudaFloat16, TheShippedModelKeepsTheFloat32LogitsAndIdsOnAtLeast95PercentOfSentences) {
   if (CudaApi() == nullptr) GTEST_SKIP() << ProbeCuda().detail;
-  const std::string model = std::string(TRANSERVE_SOURCE_DIR) + "/models/en-de-small";
-  std::ifstream in(std::string(TRANSERVE_SOURCE_DIR) + "/tests/model/cuda/float16_sentences.en");
+  const std::string model = testing::SourceDir() + "/models/en-de-small";
+  std::ifstream in(testing::SourceDir() + "/tests/model/cuda/float16_sentences.en");
   std::vector<std::string> sentences;
   for (std::string line; std::getline(in, line);) sentences.push_back(line);
   ASSERT_GE(sentences.size(), 40u);

@@ -11,13 +11,14 @@
 
 #include "model/loader/safetensors.h"
 #include "model/loader/safetensors_writer.h"
+#include "tests/testing/paths.h"
 
 namespace transerve {
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kFixture = fs::path(TRANSERVE_SOURCE_DIR) / "tests/fixtures/tiny-marian/model";
+const fs::path kFixture = fs::path(testing::SourceDir()) / "tests/fixtures/tiny-marian/model";
 
 class MarianLoaderTest : public ::testing::Test {
  protected:

@@ -16,6 +16,7 @@
 #include "model/loader/restricted_unpickler.h"
 #include "model/loader/safetensors.h"
 #include "model/translator/translator.h"
+#include "tests/testing/paths.h"
 
 namespace transerve {
 namespace {
@@ -23,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::string_literals;  // "\x00"s keeps its NUL bytes
 
-const fs::path kFixtures = fs::path(TRANSERVE_SOURCE_DIR) / "tests/fixtures";
+const fs::path kFixtures = fs::path(testing::SourceDir()) / "tests/fixtures";
 const fs::path kPytorch = kFixtures / "pytorch";
 
 std::string ReadAll(const fs::path& path) {

@@ -174,33 +174,76 @@ TEST(VectorMath, ExpOfNonPositiveScoresGivesTheGeneralFormsBits) {
   EXPECT_EQ(ops::cpu::FastExpNonPositive16(ops::cpu::Splat(0.0f))[0], 1.0f);
 }
 
+// Rows of LayerNorm(x (+ r)) * g + b in double, for the norm ops' tests.
+std::vector<float> NaiveLayerNorm(const Tensor& x, const Tensor* r, const Tensor& g,
+                                  const Tensor& b, float eps) {
+  const int64_t d = x.dim(-1), rows = x.numel() / d;
+  std::vector<float> want(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0; i < rows; ++i) {
+    auto at = [&](int64_t j) {
+      return static_cast<double>(x.f32()[i * d + j]) + (r ? r->f32()[i * d + j] : 0.0);
+    };
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < d; ++j) mean += at(j);
+    mean /= static_cast<double>(d);
+    for (int64_t j = 0; j < d; ++j) var += (at(j) - mean) * (at(j) - mean);
+    var /= static_cast<double>(d);
+    for (int64_t j = 0; j < d; ++j) {
+      want[i * d + j] =
+          static_cast<float>((at(j) - mean) / std::sqrt(var + eps) * g.f32()[j] + b.f32()[j]);
+    }
+  }
+  return want;
+}
+
 TEST(AddLayerNorm, MatchesNaiveAndMayWriteInPlace) {
   std::mt19937 rng(3);
   const Tensor x = RandomTensor({6, 48}, rng, 3.0f);
   const Tensor r = RandomTensor({6, 48}, rng);
   const Tensor g = RandomTensor({48}, rng);
   const Tensor b = RandomTensor({48}, rng);
-  std::vector<float> want(6 * 48);
-  for (int i = 0; i < 6; ++i) {
-    double mean = 0, var = 0;
-    for (int j = 0; j < 48; ++j) mean += x.f32()[i * 48 + j] + r.f32()[i * 48 + j];
-    mean /= 48;
-    for (int j = 0; j < 48; ++j) {
-      const double c = x.f32()[i * 48 + j] + r.f32()[i * 48 + j] - mean;
-      var += c * c;
-    }
-    var /= 48;
-    for (int j = 0; j < 48; ++j) {
-      const double c = x.f32()[i * 48 + j] + r.f32()[i * 48 + j] - mean;
-      want[i * 48 + j] = static_cast<float>(c / std::sqrt(var + 1e-5) * g.f32()[j] + b.f32()[j]);
-    }
-  }
+  const std::vector<float> want = NaiveLayerNorm(x, &r, g, b, 1e-5f);
   Tensor out;
   ops::AddLayerNorm(x, r, g, b, 1e-5f, &out);
   ExpectClose(out.f32(), want, 1e-5f, 1e-5f);
   Tensor in_place = Tensor::FromFloats(x.shape(), x.ToFloatVector());
   ops::AddLayerNorm(in_place, r, g, b, 1e-5f, &in_place);
   ExpectClose(in_place.f32(), want, 1e-5f, 1e-5f);
+}
+
+TEST(LayerNorm, MatchesNaiveAndMayWriteInPlace) {
+  std::mt19937 rng(31);
+  const Tensor x = RandomTensor({5, 40}, rng, 3.0f);
+  const Tensor g = RandomTensor({40}, rng);
+  const Tensor b = RandomTensor({40}, rng);
+  const std::vector<float> want = NaiveLayerNorm(x, nullptr, g, b, 1e-6f);
+  Tensor out;
+  ops::LayerNorm(x, g, b, 1e-6f, &out);
+  ExpectClose(out.f32(), want, 1e-5f, 1e-5f);
+  Tensor in_place = Tensor::FromFloats(x.shape(), x.ToFloatVector());
+  ops::LayerNorm(in_place, g, b, 1e-6f, &in_place);
+  ExpectClose(in_place.f32(), want, 1e-5f, 1e-5f);
+}
+
+TEST(AddToLayerNorm, KeepsTheSumAndNormalisesItElsewhereOrInPlace) {
+  std::mt19937 rng(32);
+  const Tensor x = RandomTensor({7, 24}, rng, 2.0f);
+  const Tensor r = RandomTensor({7, 24}, rng);
+  const Tensor g = RandomTensor({24}, rng);
+  const Tensor b = RandomTensor({24}, rng);
+  const std::vector<float> want = NaiveLayerNorm(x, &r, g, b, 1e-5f);
+  Tensor stream = Tensor::FromFloats(x.shape(), x.ToFloatVector());
+  Tensor normed;
+  ops::AddToLayerNorm(&stream, r, g, b, 1e-5f, &normed);
+  ExpectClose(normed.f32(), want, 1e-5f, 1e-5f);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    ASSERT_EQ(stream.f32()[i], x.f32()[i] + r.f32()[i]) << i;
+  }
+  Tensor in_place = Tensor::FromFloats(x.shape(), x.ToFloatVector());
+  ops::AddToLayerNorm(&in_place, r, g, b, 1e-5f, &in_place);
+  ExpectClose(in_place.f32(), want, 1e-5f, 1e-5f);
+  const Tensor wrong = RandomTensor({7, 23}, rng);
+  EXPECT_THROW(ops::AddToLayerNorm(&stream, wrong, g, b, 1e-5f, &normed), std::invalid_argument);
 }
 
 TEST(EmbedTokens, GathersScalesAndAddsPositions) {

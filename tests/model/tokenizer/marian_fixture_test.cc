@@ -14,13 +14,14 @@
 #include <vector>
 
 #include "model/tokenizer/marian_tokenizer.h"
+#include "tests/testing/paths.h"
 
 namespace transerve::testing {
 namespace {
 
 std::vector<std::filesystem::path> FixtureDirs() {
   std::vector<std::filesystem::path> dirs;
-  const std::filesystem::path root = std::filesystem::path(TRANSERVE_SOURCE_DIR) / "tests/fixtures";
+  const std::filesystem::path root = std::filesystem::path(SourceDir()) / "tests/fixtures";
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
     if (std::filesystem::exists(entry.path() / "expected.json") &&

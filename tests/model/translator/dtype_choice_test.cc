@@ -20,6 +20,7 @@
 #include "model/translator/quality_check.h"
 #include "model/translator/translator.h"
 #include "tests/model/translator/fixtures.h"
+#include "tests/testing/paths.h"
 
 namespace transerve {
 namespace {
@@ -27,7 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using ops::WeightFormat;
 
-const char kShippedModel[] = TRANSERVE_SOURCE_DIR "/models/en-de-small";
+const std::string kShippedModel = testing::SourceDir() + "/models/en-de-small";
 
 bool StartsWith(const std::string& s, const std::string& prefix) { return s.starts_with(prefix); }
 bool Contains(const std::string& s, const std::string& part) {

@@ -4,15 +4,16 @@
 
 #include <fstream>
 
+#include "tests/testing/paths.h"
+
 namespace transerve::testing {
 
 std::string FixtureModelDir(const std::string& name) {
-  return std::string(TRANSERVE_SOURCE_DIR) + "/tests/fixtures/" + name + "/model";
+  return SourceDir() + "/tests/fixtures/" + name + "/model";
 }
 
 nlohmann::json LoadExpected(const std::string& name) {
-  const std::string path =
-      std::string(TRANSERVE_SOURCE_DIR) + "/tests/fixtures/" + name + "/expected.json";
+  const std::string path = SourceDir() + "/tests/fixtures/" + name + "/expected.json";
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << "cannot read " << path
                          << " (regenerate with tools/reference/regenerate_fixtures.sh)";

@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+"""transerve on a CTranslate2 model directory, beside CTranslate2 itself on the same directory.
+
+The directory is made by CTranslate2's own converter steps (the anchor kit's convert.py, which
+fills CTranslate2's TransformerSpec and saves it as its converters do) from a Hugging Face Marian
+checkpoint, once per store (float32, int8). Then, for each store and each search (greedy, beam 4):
+  - CTranslate2's translate_batch on the source pieces (SentencePiece + "</s>", as its Marian
+    users feed the Hugging Face tokenizer's output), compute type as stored;
+  - transerve-translate on the same directory, loaded directly (no conversion step), with
+    --dtype float32 on the float32 store and int8 on the int8 store, each line one sequence as
+    CTranslate2 sees it (no sentence splitting, no protected spans) and --max_length one more
+    than CTranslate2's max_decoding_length (transerve counts the EOS, CTranslate2 does not).
+A line holding a special token's text ("</s>") differs by design: transerve's tokenizer splits
+it out as the token, as Hugging Face's does; SentencePiece alone reads its characters.
+It prints how many outputs agree (token ids) and writes them to OUT/summary.json; it exits 1
+unless every greedy output of the float32 store agrees.
+
+Needs the anchor kit's CTranslate2 build (never a build or test dependency of transerve):
+  bench/ct2_directory_parity.py --ct2_workdir /work/ct2 --model_dir models/en-de-small \\
+      --input FILE [--limit 300] [--out build/bench/ct2_directory_parity]
+
+CTranslate2's beam search is not Hugging Face's, which transerve follows (docs/engine.md): they
+differ in when a beam stops and how finished hypotheses are ranked. Beam-4 agreement is
+therefore reported, not required.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+KIT = os.path.join(ROOT, "..", "shared", "anchors", "ctranslate2")
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def convert(args, store, out):
+    if os.path.exists(os.path.join(out, "model.bin")):
+        return
+    cmd = ["/usr/bin/python3", os.path.join(KIT, "convert.py"), "--model_dir", args.model_dir,
+           "--out", out]
+    if store != "float32":
+        cmd += ["--quantization", store]
+    env = dict(os.environ, CT2_PYLIB=os.path.join(args.ct2_workdir, "pylib-dnnl"))
+    run(cmd, env=env, stdout=subprocess.DEVNULL)
+    # CTranslate2's users keep the SentencePiece models beside it.
+    for name in ("source.spm", "target.spm"):
+        with open(os.path.join(args.model_dir, name), "rb") as f, \
+                open(os.path.join(out, name), "wb") as g:
+            g.write(f.read())
+
+
+CT2_SCRIPT = r"""
+import json, sys, time, resource
+import ctranslate2, sentencepiece as spm
+model, store, beam, max_len, lines_path, out_path = sys.argv[1:7]
+sp = spm.SentencePieceProcessor(model_file=model + "/source.spm")
+lines = open(lines_path).read().splitlines()
+sources = [sp.encode(l, out_type=str) + ["</s>"] for l in lines]
+t0 = time.perf_counter()
+tr = ctranslate2.Translator(model, device="cpu", compute_type=store, inter_threads=1,
+                            intra_threads=2)
+load = time.perf_counter() - t0
+res = tr.translate_batch(sources, beam_size=int(beam), max_decoding_length=int(max_len),
+                         return_scores=True, max_batch_size=32)
+vocab = {t: i for i, t in enumerate(json.load(open(model + "/shared_vocabulary.json")))}
+out = [[vocab[t] for t in r.hypotheses[0]] for r in res]
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+json.dump({"ids": out, "load_seconds": load, "peak_rss_mb": rss}, open(out_path, "w"))
+"""
+
+
+def ct2_translate(args, model, store, beam, lines_path, out_path):
+    env = dict(os.environ, PYTHONPATH=os.path.join(args.ct2_workdir, "pylib-dnnl"),
+               OMP_NUM_THREADS="2")
+    run(["/usr/bin/python3", "-c", CT2_SCRIPT, model, store, str(beam), str(args.max_length),
+         lines_path, out_path], env=env)
+    return json.load(open(out_path))
+
+
+def transerve_translate(args, model, dtype, beam, lines_path):
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [os.path.join(args.bin, "transerve-translate"), f"--model_dir={model}", f"--dtype={dtype}",
+         f"--beam_size={beam}", f"--max_length={args.max_length + 1}", "--output_format=jsonl",
+         "--num_threads=2", "--protect_spans=false", "--split_sentences=false"], stdin=open(lines_path), capture_output=True, check=True, text=True)
+    seconds = time.perf_counter() - t0
+    ids = []
+    for line in proc.stdout.splitlines():
+        got = json.loads(line)["ids"]
+        ids.append([i for i in got if i != args.eos_id])  # CTranslate2 returns no EOS
+    return {"ids": ids, "seconds": seconds}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ct2_workdir", required=True)
+    ap.add_argument("--model_dir", required=True)
+    ap.add_argument("--input", required=True)
+    ap.add_argument("--limit", type=int, default=300)
+    ap.add_argument("--max_length", type=int, default=128)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench", "ct2_directory_parity"))
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    vocab = json.load(open(os.path.join(args.model_dir, "vocab.json")))
+    args.eos_id = vocab["</s>"]
+    lines = [l for l in open(args.input).read().splitlines() if l.strip()][: args.limit]
+    lines_path = os.path.join(args.out, "sources.txt")
+    open(lines_path, "w").write("\n".join(lines) + "\n")
+    results = []
+    for store, dtype in (("float32", "float32"), ("int8", "int8")):
+        model = os.path.join(args.out, f"model-{store}")
+        convert(args, store, model)
+        for beam in (1, 4):
+            ct2 = ct2_translate(args, model, store, beam, lines_path,
+                                os.path.join(args.out, f"ct2-{store}-{beam}.json"))
+            ours = transerve_translate(args, model, dtype, beam, lines_path)
+            same = sum(a == b for a, b in zip(ct2["ids"], ours["ids"]))
+            results.append({"store": store, "beam": beam, "sentences": len(lines),
+                            "same_ids": same, "ct2_load_seconds": ct2["load_seconds"],
+                            "ct2_peak_rss_mb": ct2["peak_rss_mb"]})
+            print(f"{store:8s} beam {beam}: {same}/{len(lines)} outputs with CTranslate2's ids",
+                  flush=True)
+    # CTranslate2 int8 against its own float32: the bar transerve's int8 is held to.
+    for beam in (1, 4):
+        f = json.load(open(os.path.join(args.out, f"ct2-float32-{beam}.json")))["ids"]
+        i = json.load(open(os.path.join(args.out, f"ct2-int8-{beam}.json")))["ids"]
+        same = sum(a == b for a, b in zip(f, i))
+        results.append({"ct2_int8_vs_ct2_float32_beam": beam, "same_ids": same,
+                        "sentences": len(lines)})
+        print(f"CTranslate2 int8 vs its float32, beam {beam}: {same}/{len(lines)}")
+    json.dump(results, open(os.path.join(args.out, "summary.json"), "w"), indent=1)
+    greedy = next(r for r in results if r.get("store") == "float32" and r["beam"] == 1)
+    return 0 if greedy["same_ids"] == greedy["sentences"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
