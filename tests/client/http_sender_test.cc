@@ -111,7 +111,8 @@ TEST(HttpSender, V1ClosedLoopOverOneKeepAliveConnectionPerWorker) {
   o.sentences_per_request = 2;
   auto report = RunLoad(**sender, o);
   ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_GT(report->ok, 20);
+  // Counts over a time window depend on the machine: ask only for more calls than workers.
+  EXPECT_GT(report->ok, concurrency);
   EXPECT_EQ(report->ok, report->sent);
   EXPECT_TRUE(report->errors.empty());
   EXPECT_EQ(report->sentences, 2 * report->ok);
@@ -156,8 +157,14 @@ TEST(HttpSender, LibreTranslateErrorsAreCountedByGrpcName) {
   ASSERT_TRUE(report.ok()) << report.status();
   const int64_t exhausted = report->errors["RESOURCE_EXHAUSTED"];
   const int64_t unavailable = report->errors["UNAVAILABLE"];
-  EXPECT_GT(exhausted, 10);
-  EXPECT_GT(unavailable, 5);
+  // One worker, no warmup: the n-th call the server saw is the n-th the report counted, so
+  // each status is counted exactly (calls n = 1, 3, 5... refused as full; n = 2, 6, 10...
+  // as draining). Three calls show both kinds; how many fit the window is the machine's.
+  const int64_t seen = calls.load();
+  ASSERT_GE(seen, 3);
+  EXPECT_EQ(report->sent, seen);
+  EXPECT_EQ(exhausted, seen / 2);
+  EXPECT_EQ(unavailable, (seen + 1) / 4);
   EXPECT_EQ(report->errors.size(), 2u);
   EXPECT_EQ(report->ok + exhausted + unavailable, report->sent);
   EXPECT_EQ(report->sentences, report->ok);
@@ -192,7 +199,9 @@ TEST(HttpSender, V1StreamReportsTheFirstEvent) {
   o.stream = true;
   auto report = RunLoad(**sender, o);
   ASSERT_TRUE(report.ok()) << report.status();
-  ASSERT_GT(report->ok, 5);
+  // How many calls fit the window is the machine's (3 on a loaded sanitized CI run); each
+  // one must report its first event.
+  ASSERT_GT(report->ok, 0);
   EXPECT_TRUE(report->errors.empty());
   EXPECT_EQ(report->first_chunk.count(), report->ok);
   EXPECT_EQ(report->target_tokens, 3 * report->ok);
