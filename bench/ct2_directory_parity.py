@@ -3,29 +3,36 @@
 
 The directory is made by CTranslate2's own converter steps (the anchor kit's convert.py, which
 fills CTranslate2's TransformerSpec and saves it as its converters do) from a Hugging Face Marian
-checkpoint, once per store (float32, int8). Then, for each store and each search (greedy, beam 4):
+checkpoint, once per store (float32, float16, int8). Then, for each store and each search (greedy,
+beam 4):
   - CTranslate2's translate_batch on the source pieces (SentencePiece + "</s>", as its Marian
-    users feed the Hugging Face tokenizer's output), compute type as stored;
-  - transerve-translate on the same directory, loaded directly (no conversion step), with
-    --dtype float32 on the float32 store and int8 on the int8 store, each line one sequence as
-    CTranslate2 sees it (no sentence splitting, no protected spans) and --max_length one more
-    than CTranslate2's max_decoding_length (transerve counts the EOS, CTranslate2 does not).
-A line holding a special token's text ("</s>") differs by design: transerve's tokenizer splits
-it out as the token, as Hugging Face's does; SentencePiece alone reads its characters.
+    users feed the Hugging Face tokenizer's output), computing in float32 for the float32 and
+    float16 stores (CTranslate2 has no float16 on the CPU) and in int8 for the int8 store, at its
+    defaults otherwise (beam rules, min_decoding_length 1, length penalty 1);
+  - transerve-translate on the same directory, loaded directly (no conversion step), at the
+    directory's defaults too (CTranslate2's beam rules), with --dtype float32 for the float32
+    and float16 stores and int8 for the int8 store, each line one sequence as CTranslate2 sees
+    it (no sentence splitting, no protected spans) and --max_length one more than CTranslate2's
+    max_decoding_length (transerve counts the EOS, CTranslate2 does not).
+The sentences: --input, or by default the English prose of this repository's own documents
+(README.md, SECURITY.md, docs/*.md; code blocks, tables and headings left out), split at
+sentence ends, 4 to 40 words, first occurrence only, in file order: the same lines on every
+checkout of the same commit. Lines holding a special token's text ("</s>", "<unk>", "<pad>")
+are left out and counted: transerve's tokenizer splits those out as the tokens, as Hugging
+Face's does; SentencePiece alone reads their characters, so the engines would be given
+different sources.
 It prints how many outputs agree (token ids) and writes them to OUT/summary.json; it exits 1
 unless every greedy output of the float32 store agrees.
 
 Needs the anchor kit's CTranslate2 build (never a build or test dependency of transerve):
   bench/ct2_directory_parity.py --ct2_workdir /work/ct2 --model_dir models/en-de-small \\
-      --input FILE [--limit 300] [--out build/bench/ct2_directory_parity]
-
-CTranslate2's beam search is not Hugging Face's, which transerve follows (docs/engine.md): they
-differ in when a beam stops and how finished hypotheses are ranked. Beam-4 agreement is
-therefore reported, not required.
+      [--input FILE] [--limit 300] [--out build/bench/ct2_directory_parity]
 """
 import argparse
 import json
+import glob
 import os
+import re
 import subprocess
 import sys
 import time
@@ -58,12 +65,12 @@ def convert(args, store, out):
 CT2_SCRIPT = r"""
 import json, sys, time, resource
 import ctranslate2, sentencepiece as spm
-model, store, beam, max_len, lines_path, out_path = sys.argv[1:7]
+model, compute_type, beam, max_len, lines_path, out_path = sys.argv[1:7]
 sp = spm.SentencePieceProcessor(model_file=model + "/source.spm")
 lines = open(lines_path).read().splitlines()
 sources = [sp.encode(l, out_type=str) + ["</s>"] for l in lines]
 t0 = time.perf_counter()
-tr = ctranslate2.Translator(model, device="cpu", compute_type=store, inter_threads=1,
+tr = ctranslate2.Translator(model, device="cpu", compute_type=compute_type, inter_threads=1,
                             intra_threads=2)
 load = time.perf_counter() - t0
 res = tr.translate_batch(sources, beam_size=int(beam), max_decoding_length=int(max_len),
@@ -75,10 +82,10 @@ json.dump({"ids": out, "load_seconds": load, "peak_rss_mb": rss}, open(out_path,
 """
 
 
-def ct2_translate(args, model, store, beam, lines_path, out_path):
+def ct2_translate(args, model, compute_type, beam, lines_path, out_path):
     env = dict(os.environ, PYTHONPATH=os.path.join(args.ct2_workdir, "pylib-dnnl"),
                OMP_NUM_THREADS="2")
-    run(["/usr/bin/python3", "-c", CT2_SCRIPT, model, store, str(beam), str(args.max_length),
+    run(["/usr/bin/python3", "-c", CT2_SCRIPT, model, compute_type, str(beam), str(args.max_length),
          lines_path, out_path], env=env)
     return json.load(open(out_path))
 
@@ -97,11 +104,41 @@ def transerve_translate(args, model, dtype, beam, lines_path):
     return {"ids": ids, "seconds": seconds}
 
 
+SPECIAL_TEXTS = ("</s>", "<unk>", "<pad>")
+
+
+def prose_sentences():
+    """The repository's own English prose, one sentence a line (see the module's docstring)."""
+    files = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "SECURITY.md")]
+    files += sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    seen, out = set(), []
+    for path in files:
+        in_code = False
+        paragraph = []
+        for line in open(path, encoding="utf-8").read().splitlines() + [""]:
+            if line.lstrip().startswith("```"):
+                in_code = not in_code
+                continue
+            if in_code or line.lstrip().startswith(("#", "|", "    ")):
+                line = ""
+            if line.strip():
+                paragraph.append(line.strip().lstrip("-*0123456789. ").strip())
+                continue
+            text = " ".join(paragraph)
+            paragraph = []
+            for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z`*(])", text):
+                sentence = sentence.strip()
+                if 4 <= len(sentence.split()) <= 40 and sentence not in seen:
+                    seen.add(sentence)
+                    out.append(sentence)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ct2_workdir", required=True)
     ap.add_argument("--model_dir", required=True)
-    ap.add_argument("--input", required=True)
+    ap.add_argument("--input", default="", help="one sentence a line (default: the docs' prose)")
     ap.add_argument("--limit", type=int, default=300)
     ap.add_argument("--max_length", type=int, default=128)
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
@@ -110,22 +147,30 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     vocab = json.load(open(os.path.join(args.model_dir, "vocab.json")))
     args.eos_id = vocab["</s>"]
-    lines = [l for l in open(args.input).read().splitlines() if l.strip()][: args.limit]
+    if args.input:
+        candidates = [l for l in open(args.input).read().splitlines() if l.strip()]
+    else:
+        candidates = prose_sentences()
+    special = [l for l in candidates if any(t in l for t in SPECIAL_TEXTS)]
+    lines = [l for l in candidates if l not in special][: args.limit]
+    print(f"{len(lines)} sentences ({len(special)} holding a special token's text left out)",
+          flush=True)
     lines_path = os.path.join(args.out, "sources.txt")
     open(lines_path, "w").write("\n".join(lines) + "\n")
     results = []
-    for store, dtype in (("float32", "float32"), ("int8", "int8")):
+    for store, dtype in (("float32", "float32"), ("float16", "float32"), ("int8", "int8")):
         model = os.path.join(args.out, f"model-{store}")
         convert(args, store, model)
         for beam in (1, 4):
-            ct2 = ct2_translate(args, model, store, beam, lines_path,
+            ct2 = ct2_translate(args, model, dtype, beam, lines_path,
                                 os.path.join(args.out, f"ct2-{store}-{beam}.json"))
             ours = transerve_translate(args, model, dtype, beam, lines_path)
             same = sum(a == b for a, b in zip(ct2["ids"], ours["ids"]))
             results.append({"store": store, "beam": beam, "sentences": len(lines),
                             "same_ids": same, "ct2_load_seconds": ct2["load_seconds"],
                             "ct2_peak_rss_mb": ct2["peak_rss_mb"]})
-            print(f"{store:8s} beam {beam}: {same}/{len(lines)} outputs with CTranslate2's ids",
+            print(f"{store:8s} beam {beam}: {same}/{len(lines)} outputs with CTranslate2's ids"
+                  f" (transerve {ours['seconds']:.1f} s)",
                   flush=True)
     # CTranslate2 int8 against its own float32: the bar transerve's int8 is held to.
     for beam in (1, 4):

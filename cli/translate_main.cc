@@ -1,8 +1,10 @@
 // transerve-translate: offline translation, one text per line on stdin, one line per text on
 // stdout, in input order; or (--document) all of stdin as one document. Each text is read by
 // the text layer (sentences, markup, protected spans: docs/text.md) as the server reads it.
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,8 +29,13 @@ ABSL_FLAG(std::string, cpu_isa, "",
 ABSL_FLAG(int, beam_size, 0, "Beam size; 1 = greedy; 0 = the model's generation_config default");
 ABSL_FLAG(int, max_length, 0,
           "Most generated tokens per sentence, EOS included; 0 = the model's default");
-ABSL_FLAG(int, min_length, 0, "Fewest generated tokens per sentence, EOS included");
-ABSL_FLAG(float, length_penalty, 1.0f, "Beam scores are divided by length^length_penalty");
+ABSL_FLAG(std::optional<int>, min_length, std::nullopt,
+          "Fewest generated tokens per sentence, EOS included; unset = the model's default");
+ABSL_FLAG(std::optional<float>, length_penalty, std::nullopt,
+          "Beam scores are divided by length^length_penalty; unset = the model's default");
+ABSL_FLAG(std::string, beam_rules, "model",
+          "When a beam search stops: model (the model's own: Hugging Face's for a Hugging Face "
+          "checkpoint, CTranslate2's for a CTranslate2 directory), huggingface or ctranslate2");
 ABSL_FLAG(int, num_hypotheses, 1, "jsonl: also print this many n-best hypotheses");
 ABSL_FLAG(int, batch_size, 32, "Sentences per batch (input is sorted by length in chunks)");
 ABSL_FLAG(std::string, output_format, "text", "text or jsonl");
@@ -122,9 +129,24 @@ int Run() {
   DecodingOptions options = (*translator)->DefaultOptions();
   if (absl::GetFlag(FLAGS_beam_size) > 0) options.beam_size = absl::GetFlag(FLAGS_beam_size);
   if (absl::GetFlag(FLAGS_max_length) > 0) options.max_length = absl::GetFlag(FLAGS_max_length);
-  options.min_length = absl::GetFlag(FLAGS_min_length);
-  options.length_penalty = absl::GetFlag(FLAGS_length_penalty);
+  if (absl::GetFlag(FLAGS_min_length)) {
+    options.min_length = *absl::GetFlag(FLAGS_min_length);
+  } else {
+    options.min_length = std::min(options.min_length, options.max_length);  // follows a short max
+  }
+  if (absl::GetFlag(FLAGS_length_penalty)) {
+    options.length_penalty = *absl::GetFlag(FLAGS_length_penalty);
+  }
   options.num_hypotheses = absl::GetFlag(FLAGS_num_hypotheses);
+  const std::string beam_rules = absl::GetFlag(FLAGS_beam_rules);
+  if (beam_rules == "huggingface") {
+    options.stopping = BeamStopping::kHuggingFace;
+  } else if (beam_rules == "ctranslate2") {
+    options.stopping = BeamStopping::kCTranslate2;
+  } else if (beam_rules != "model") {
+    std::cerr << "--beam_rules must be model, huggingface or ctranslate2\n";
+    return 2;
+  }
   if (auto s = (*translator)->ValidateOptions(options); !s.ok()) {
     std::cerr << "transerve-translate: " << s << "\n";
     return 2;

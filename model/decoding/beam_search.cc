@@ -30,6 +30,7 @@ float BeamSearch::Normalized(float sum_log_probs, int length) const {
 }
 
 void BeamSearch::AddFinished(Hypothesis hypothesis) {
+  ++finished_count_;
   // Earlier entries win ties, as in HF's concatenate-then-topk merge.
   auto pos = std::find_if(finished_.begin(), finished_.end(),
                           [&](const Hypothesis& h) { return hypothesis.score > h.score; });
@@ -69,6 +70,7 @@ void BeamSearch::Advance(std::span<const std::vector<TokenScore>> top, const Ten
     const bool finishes = c.token == special_.eos || at_max_length;
     const Beam& parent = running_[c.beam];
     if (finishes) {
+      if (rank == 0) top_candidate_finished_ = true;
       if (static_cast<int>(rank) < beams) {
         Hypothesis h;
         h.ids = parent.ids;
@@ -104,13 +106,22 @@ void BeamSearch::Advance(std::span<const std::vector<TokenScore>> top, const Ten
   running_ = std::move(next);
   generated_ = length;
 
-  if (at_max_length || running_.empty()) {
-    done_ = true;
-  } else if (static_cast<int>(finished_.size()) == beams) {
-    const float best_possible = Normalized(running_.front().sum_log_probs, length);
-    done_ = best_possible <= finished_.back().score;
-  }
+  done_ = at_max_length || running_.empty() || EnoughFinished(length);
   if (done_) running_.clear();
+}
+
+bool BeamSearch::EnoughFinished(int length) const {
+  const int beams = options_.beam_size;
+  if (options_.stopping == BeamStopping::kCTranslate2) {
+    if (options_.length_penalty == 0.0f) {
+      // No length normalisation: nothing still running can beat a finished best candidate.
+      return top_candidate_finished_ && finished_count_ >= options_.num_hypotheses;
+    }
+    return finished_count_ >= beams;
+  }
+  if (static_cast<int>(finished_.size()) < beams) return false;
+  const float best_possible = Normalized(running_.front().sum_log_probs, length);
+  return best_possible <= finished_.back().score;
 }
 
 SearchResult BeamSearch::TakeResult() {

@@ -1,6 +1,7 @@
 // Beam search with the semantics of Hugging Face's vectorised beam search (transformers
 // PR #35802): 2·beams candidates per step, EOS candidates finish only from the first `beams`
-// ranks, length-normalised finished scores, early_stopping=False stopping heuristic.
+// ranks, length-normalised finished scores; it stops by HF's early_stopping=False heuristic or
+// by CTranslate2's rule (DecodingOptions::stopping).
 #pragma once
 
 #include "model/decoding/sentence_search.h"
@@ -38,12 +39,15 @@ class BeamSearch : public SentenceSearch {
 
   float Normalized(float sum_log_probs, int length) const;
   void AddFinished(Hypothesis hypothesis);
+  bool EnoughFinished(int length) const;
 
   DecodingOptions options_;
   SpecialTokens special_;
   std::shared_ptr<const CrossKv> source_;
   std::vector<Beam> running_;
   std::vector<Hypothesis> finished_;  // best first, at most beam_size
+  int finished_count_ = 0;            // every hypothesis that finished, kept or not
+  bool top_candidate_finished_ = false;
   int generated_ = 0;
   bool done_ = false;
   std::vector<Candidate> candidates_;

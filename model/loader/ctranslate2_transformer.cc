@@ -653,10 +653,14 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadCt2Transformer(
                               : "mixed norms",
                           ")");
 
+  // CTranslate2's translate_batch defaults: beam 2, 256 tokens, length penalty 1, its own beam
+  // stopping rule, and min_decoding_length 1 (EOS banned at the first step: 2 in our count).
   GenerationDefaults& g = model->generation;
   g.num_beams = 2;
   g.max_length = 256;
+  g.min_length = 2;
   g.length_penalty = 1.0f;
+  g.beam_stopping = BeamStopping::kCTranslate2;
 
   Log().info(
       "loaded {} (CTranslate2 {} revision {}, binary version {}): d_model {}, {}+{} layers, "

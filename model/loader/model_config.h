@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/core/activation.h"  // Activation, ActivationName
+#include "model/core/activation.h"            // Activation, ActivationName
+#include "model/decoding/decoding_options.h"  // BeamStopping
 
 namespace transerve {
 
@@ -48,6 +49,9 @@ struct GenerationDefaults {
   int min_length = 0;
   float length_penalty = 1.0f;
   int num_return_sequences = 1;
+  // When a beam search stops: Hugging Face's rule for its checkpoints, CTranslate2's for its
+  // directories, so each gives what its own runtime gives.
+  BeamStopping beam_stopping = BeamStopping::kHuggingFace;
   // Token ids that may never be generated (HF bad_words_ids restricted to one-token entries).
   std::vector<int32_t> bad_words_ids;
 };

@@ -68,14 +68,14 @@ data = open(os.path.join(work, "repo", "ende-zip.argosmodel"), "rb").read()
 open(os.path.join(work, "repo", "broken.argosmodel"), "wb").write(data[: len(data) // 2])
 PY
 
-# What callers must get: Argos Translate's search (beam 4, length penalty 0.2), the package's
-# defaults, on the CTranslate2 directory with its own source.spm and target.spm; the package
-# folder, with its one sentencepiece.model, gives the same.
+# What callers must get: Argos Translate's search (beam 4, length penalty 0.2, CTranslate2's
+# beam rules), asked of the CTranslate2 directory with its own source.spm and target.spm; the
+# package folder, with its one sentencepiece.model, gives the same by its defaults.
 "$bin/transerve-translate" --model_dir="$work/ende-ct2" --beam_size=4 --length_penalty=0.2 \
   --num_threads=2 < "$work/in.txt" > "$work/want" 2> "$work/translate.log" \
   || fail "translate the CTranslate2 directory: $(tail -3 "$work/translate.log")"
-"$bin/transerve-translate" --model_dir="$work/repo/translate-en_de-1_0" --beam_size=4 \
-  --length_penalty=0.2 --num_threads=2 < "$work/in.txt" > "$work/folder" \
+"$bin/transerve-translate" --model_dir="$work/repo/translate-en_de-1_0" \
+  --num_threads=2 < "$work/in.txt" > "$work/folder" \
   2> "$work/translate.log" || fail "translate the package folder: $(tail -3 "$work/translate.log")"
 cmp -s "$work/want" "$work/folder" \
   || fail "the package folder translates differently: $(diff "$work/want" "$work/folder" | head -6)"

@@ -4,7 +4,7 @@
 # (tools/reference/marian_to_ct2.py: pad dropped, zero start embedding, aliased tables), float32
 # and int8 stores, with its SentencePiece files beside it.
 #  - transerve-translate gives the Hugging Face directory's translations exactly from the
-#    float32 store, greedy and beam 4;
+#    float32 store, greedy and beam 4, under either search's rules (--beam_rules);
 #  - one transerve-server serves the Marian directory and both CTranslate2 directories side by
 #    side; callers at once over gRPC (unary and streaming, several models) and the LibreTranslate
 #    API each get what transerve-translate printed for that model;
@@ -38,31 +38,49 @@ lines.insert(7, "")
 open(sys.argv[1], "w").write("\n".join(lines) + "\n")
 PY
 
+# The same weights, so the same translations under the same search: the CTranslate2 store with
+# its defaults (CTranslate2's beam rules, EOS banned at the first step) gives what the Marian
+# directory gives under those, and with Hugging Face's rules what the Marian directory gives by
+# default.
+ct2_search=(--beam_rules=ctranslate2 --min_length=2)
+hf_search=(--beam_rules=huggingface --min_length=0)
 for beam in 1 4; do
-  for m in "$marian" "$work/ende-ct2-float32"; do
+  for run in "$marian:default" "$marian:ct2" "$work/ende-ct2-float32:default" \
+             "$work/ende-ct2-float32:hf"; do
+    m="${run%:*}" search=()
+    [ "${run##*:}" = ct2 ] && search=("${ct2_search[@]}")
+    [ "${run##*:}" = hf ] && search=("${hf_search[@]}")
     "$bin/transerve-translate" --model_dir="$m" --dtype=float32 --beam_size=$beam --max_length=48 \
-      --num_threads=2 < "$work/in.txt" > "$work/$(basename "$m").$beam" 2> "$work/translate.log" \
-      || fail "translate $m beam $beam: $(tail -3 "$work/translate.log")"
+      --num_threads=2 "${search[@]}" < "$work/in.txt" \
+      > "$work/$(basename "$m").${run##*:}.$beam" 2> "$work/translate.log" \
+      || fail "translate $run beam $beam: $(tail -3 "$work/translate.log")"
   done
-  cmp -s "$work/en-de-small.$beam" "$work/ende-ct2-float32.$beam" \
-    || fail "beam $beam: the CTranslate2 directory translates differently: $(diff "$work/en-de-small.$beam" "$work/ende-ct2-float32.$beam" | head -6)"
-  [ "$(wc -l < "$work/en-de-small.$beam")" = "$(wc -l < "$work/in.txt")" ] || fail "line count"
+  cmp -s "$work/en-de-small.ct2.$beam" "$work/ende-ct2-float32.default.$beam" \
+    || fail "beam $beam: the CTranslate2 directory translates differently from its weights under CTranslate2's search: $(diff "$work/en-de-small.ct2.$beam" "$work/ende-ct2-float32.default.$beam" | head -6)"
+  cmp -s "$work/en-de-small.default.$beam" "$work/ende-ct2-float32.hf.$beam" \
+    || fail "beam $beam: under Hugging Face's search the CTranslate2 directory translates differently: $(diff "$work/en-de-small.default.$beam" "$work/ende-ct2-float32.hf.$beam" | head -6)"
+  [ "$(wc -l < "$work/en-de-small.default.$beam")" = "$(wc -l < "$work/in.txt")" ] || fail "line count"
 done
 # What the server's callers must get: transerve-translate with the server's dtype (auto).
 for m in en-de-small:"$marian" ende-ct2-float32:"$work/ende-ct2-float32" \
          ende-ct2-int8:"$work/ende-ct2-int8"; do
-  for beam in 1 4; do
+  for beam in 1 2 4; do
     "$bin/transerve-translate" --model_dir="${m#*:}" --beam_size=$beam --max_length=48 \
       --num_threads=2 < "$work/in.txt" > "$work/want.${m%%:*}.$beam" 2> "$work/translate.log" \
       || fail "translate ${m%%:*} (auto) beam $beam: $(tail -3 "$work/translate.log")"
   done
 done
 # Under auto the float32 store runs as int8, quantized from the same weights as the Marian
-# directory's: the same translations.
-cmp -s "$work/want.en-de-small.4" "$work/want.ende-ct2-float32.4" \
+# directory's: the same translations under the same search.
+"$bin/transerve-translate" --model_dir="$marian" --beam_size=4 --max_length=48 --num_threads=2 \
+  "${ct2_search[@]}" < "$work/in.txt" > "$work/auto.en-de-small.ct2.4" 2> "$work/translate.log" \
+  || fail "translate en-de-small (auto) under CTranslate2's search: $(tail -3 "$work/translate.log")"
+cmp -s "$work/auto.en-de-small.ct2.4" "$work/want.ende-ct2-float32.4" \
   || fail "auto: the Marian directory and its CTranslate2 store translate differently"
 
-"$bin/transerve-server" --model_dir="$marian,$work/ende-ct2-float32,$work/ende-ct2-int8" \
+# The CTranslate2 float32 store first: LibreTranslate's API, which names no model, gets the first
+# model serving its pair.
+"$bin/transerve-server" --model_dir="$work/ende-ct2-float32,$marian,$work/ende-ct2-int8" \
   --model_languages=ende-ct2-float32=en-de,ende-ct2-int8=en-de \
   --host=127.0.0.1 --port=0 --metrics_port=0 --http_port=0 --num_threads=2 \
   --drain_timeout=10s > "$work/server.log" 2>&1 &
@@ -92,14 +110,15 @@ for i in "${!specs[@]}"; do
     || fail "caller $i (${specs[$i]}) differs from transerve-translate"
 done
 
-# The LibreTranslate API picks a CTranslate2 model by name like any other.
-python3 - "http://127.0.0.1:$SERVING_HTTP_PORT/translate" "$work/in.txt" "$work/want.ende-ct2-float32.4" > "$work/lt.log" 2>&1 <<'PY' || fail "LibreTranslate API: $(cat "$work/lt.log")"
+# LibreTranslate's API routes en->de to the CTranslate2 directory (the first model for the pair)
+# and asks no beam size: the model's default, CTranslate2's beam 2.
+python3 - "http://127.0.0.1:$SERVING_HTTP_PORT/translate" "$work/in.txt" "$work/want.ende-ct2-float32.2" > "$work/lt.log" 2>&1 <<'PY' || fail "LibreTranslate API: $(cat "$work/lt.log")"
 import json, sys, urllib.request
 url, lines, want = sys.argv[1], open(sys.argv[2]).read().splitlines(), open(sys.argv[3]).read().splitlines()
 for line, expected in zip(lines, want):
     if not line:
         continue
-    body = json.dumps({"q": line, "source": "en", "target": "de", "model": "ende-ct2-float32"}).encode()
+    body = json.dumps({"q": line, "source": "en", "target": "de"}).encode()
     req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
     got = json.load(urllib.request.urlopen(req))["translatedText"]
     if got != expected:

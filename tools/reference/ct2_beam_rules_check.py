@@ -36,8 +36,11 @@ def main() -> int:
         pieces = sp.encode(lines[n], out_type=str) + ["</s>"]
         ids = [vocab.get(p, vocab["<unk>"]) for p in pieces]
         for rules in agree:
-            # max_length counts the EOS; CTranslate2's max_decoding_length 256 does not.
-            got = cr.translate_ids(model, [ids], 4, 257, beam_rules=rules)[0]["ids"]
+            # max_length counts the EOS; CTranslate2's max_decoding_length 256 does not. Its
+            # min_decoding_length 1 bans EOS at the first step: min_length 2 in our count.
+            min_length = 2 if rules == "ctranslate2" else 0
+            got = cr.translate_ids(model, [ids], 4, 257, min_length=min_length,
+                                   beam_rules=rules)[0]["ids"]
             agree[rules] += strip(got) == strip(want[n])
     print(f"lines {first}-{min(last, len(lines))}: " +
           ", ".join(f"{rules} rules {n}" for rules, n in agree.items()) +

@@ -1010,15 +1010,19 @@ class Ct2Model:
 
 
 def ct2_beam_search(model: Ct2Model, ids: Sequence[int], beam_size: int, max_length: int,
-                    length_penalty: float = 1.0) -> dict:
+                    length_penalty: float = 1.0, min_length: int = 0,
+                    num_hypotheses: int = 1) -> dict:
     """One source, searched with CTranslate2's beam rules (read in its decoding.cc, 4.8.1).
 
     Like Hugging Face's: 2·beam candidates from the flattened [beam, V] sums of log-probs (step 0
     from the first beam alone), EOS finishing only from the first `beam` ranks, each EOS slot
     refilled by the next non-EOS candidate, EOS counted in the length. Unlike it: the search
     stops as soon as `beam` hypotheses have finished (patience 1), or with length_penalty 0 as
-    soon as the top beam has finished, with no look at what the running beams could still reach;
-    every finished hypothesis is kept and the best sum / length^penalty wins."""
+    soon as the top beam has finished and num_hypotheses have, with no look at what the running
+    beams could still reach; every finished hypothesis is kept and the best sum / length^penalty
+    wins. min_length in our count (CTranslate2's min_decoding_length 1 is 2 here).
+    Returns the best's ids and score, its nbest (num_hypotheses, best first) and rank_margin: how
+    far the best's normalised score is above the runner-up's (inf with one finished)."""
     c = model.cfg
     with torch.inference_mode():
         enc_out, enc_mask = model.encode([list(ids)])
@@ -1030,8 +1034,8 @@ def ct2_beam_search(model: Ct2Model, ids: Sequence[int], beam_size: int, max_len
         top_finished = False
         step = 0
         while True:
-            lp = mr.process_log_probs(model.decode_step(state, inputs), step + 1, max_length, 0,
-                                      c.pad_id, c.eos_id)
+            lp = mr.process_log_probs(model.decode_step(state, inputs), step + 1, max_length,
+                                      min_length, c.pad_id, c.eos_id)
             vocab = lp.shape[-1]
             flat = lp[0] if step == 0 else (lp + scores[:, None]).reshape(-1)
             top_scores, top_index = torch.topk(flat, 2 * beam_size)
@@ -1049,7 +1053,8 @@ def ct2_beam_search(model: Ct2Model, ids: Sequence[int], beam_size: int, max_len
                             pick, spare = j, j + 1
                             break
                 chosen.append(pick)
-            enough = top_finished if length_penalty == 0 else len(finished) >= beam_size
+            enough = ((top_finished and len(finished) >= num_hypotheses) if length_penalty == 0
+                      else len(finished) >= beam_size)
             if last or enough:
                 break
             seqs = [seqs[parents[p]] + [tokens[p]] for p in chosen]
@@ -1057,24 +1062,24 @@ def ct2_beam_search(model: Ct2Model, ids: Sequence[int], beam_size: int, max_len
             model.reorder(state, torch.tensor([parents[p] for p in chosen]))
             inputs = torch.tensor([tokens[p] for p in chosen])
             step += 1
-    ranked = sorted(finished, key=lambda h: h[0] / (len(h[1]) ** length_penalty), reverse=True)
-    best_sum, best_ids = ranked[0]
-    return {"ids": best_ids, "score": best_sum / (len(best_ids) ** length_penalty)}
+    normalized = sorted(((s / (len(h) ** length_penalty), h) for s, h in finished),
+                        key=lambda x: x[0], reverse=True)
+    margin = normalized[0][0] - normalized[1][0] if len(normalized) > 1 else float("inf")
+    return {"ids": normalized[0][1], "score": normalized[0][0], "rank_margin": margin,
+            "nbest": [{"ids": h, "score": sc} for sc, h in normalized[:num_hypotheses]]}
 
 
 def translate_ids(model: Ct2Model, batch_ids, beam_size: int = 1, max_length: int = 256,
                   min_length: int = 0, length_penalty: float = 1.0,
                   num_return_sequences: int = 1, beam_rules: str = "huggingface") -> List[dict]:
     """marian_reference's greedy (beam_size 1) or HF-vectorized beam search on a Ct2Model; with
-    beam_rules "ctranslate2", ct2_beam_search on each source (no min_length, one hypothesis)."""
+    beam_rules "ctranslate2", ct2_beam_search on each source."""
     with torch.inference_mode():
         if beam_size <= 1:
             return mr.greedy_search(model, batch_ids, max_length, min_length)
         if beam_rules == "ctranslate2":
-            if min_length or num_return_sequences != 1:
-                raise ValueError("ctranslate2 beam rules: no min_length, one hypothesis")
-            return [ct2_beam_search(model, ids, beam_size, max_length, length_penalty)
-                    for ids in batch_ids]
+            return [ct2_beam_search(model, ids, beam_size, max_length, length_penalty, min_length,
+                                    num_return_sequences) for ids in batch_ids]
         return mr.beam_search(model, batch_ids, beam_size, max_length, min_length,
                               length_penalty, num_return_sequences)
 

@@ -140,14 +140,19 @@ def try_seed(name: str, flags, seed: int, model_dir: str):
     if kv > 1e-5:
         return None, f"KV-cache decoder differs from the full decoder by {kv}"
     c = model.cfg
+    with torch.inference_mode():
+        ct2 = {i: cr.ct2_beam_search(model, srcs[i], BEAM, N, 1.0, 0, BEAM) for i in chosen}
     cases = []
     for i in chosen:
-        g, b = greedy[i], beam[i]
+        g, b, t = greedy[i], beam[i], ct2[i]
         cases.append({
             "source": srcs[i],
             "greedy": {"ids": g["ids"], "score": mf.f9(g["score"])},
             "beam4": {"ids": b["ids"], "score": mf.f9(b["score"]),
                       "nbest": [{"ids": h["ids"], "score": mf.f9(h["score"])} for h in b["nbest"]]},
+            "beam4_ct2": {"ids": t["ids"], "score": mf.f9(t["score"]),
+                          "nbest": [{"ids": h["ids"], "score": mf.f9(h["score"])}
+                                    for h in t["nbest"]]},
             "greedy_top5": top_logits(g["logits"]),
         })
     d = model.describe()
@@ -156,7 +161,8 @@ def try_seed(name: str, flags, seed: int, model_dir: str):
         "generator": (f"tools/reference/make_ct2_fixtures.py + ct2_reference.py; torch "
                       f"{torch.__version__}, numpy {np.__version__}, python "
                       f"{platform.python_version()}; search = marian_reference greedy / "
-                      f"HF vectorized beam search"),
+                      f"HF vectorized beam search (beam4) / CTranslate2's beam rules "
+                      f"(beam4_ct2)"),
         "model_seed": seed,
         "model_flags": flags,
         "max_length": N,
@@ -177,6 +183,8 @@ def try_seed(name: str, flags, seed: int, model_dir: str):
         "decoder": d["decoder"],
         "greedy_margin_min": mf.f9(min(gm[i] for i in chosen)),
         "beam_margin_min": mf.f9(min(bm[i] for i in chosen)),
+        # How far each beam4_ct2 winner is above the runner-up it was ranked against.
+        "beam4_ct2_rank_margin_min": mf.f9(min(ct2[i]["rank_margin"] for i in chosen)),
         "batch_invariance_checked": True,
         "notes": ("ids are target vocabulary ids; pad = target_vocab_size is the synthetic id "
                   "with logit -inf that the search excludes; decoder_start is the id fed at "

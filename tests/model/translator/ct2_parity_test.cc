@@ -48,11 +48,13 @@ class Ct2ParityTest : public ::testing::TestWithParam<std::string> {
     translator_ = *std::move(t);
   }
 
-  DecodingOptions Options(int beam) const {
+  DecodingOptions Options(int beam, BeamStopping stopping) const {
     DecodingOptions o;
     o.beam_size = beam;
     o.max_length = expected_["max_length"].get<int>();
     o.length_penalty = 1.0f;
+    o.num_hypotheses = beam;
+    o.stopping = stopping;
     return o;
   }
   std::vector<std::vector<int32_t>> Sources() const {
@@ -62,33 +64,63 @@ class Ct2ParityTest : public ::testing::TestWithParam<std::string> {
     }
     return sources;
   }
-  // Each case alone, then all of them in one batch: the reference's ids and scores both times.
-  void ExpectReference(int beam, const std::string& key) {
+  // Each case alone, then all of them in one batch: the reference's ids and scores both times,
+  // of the best hypothesis and, where the fixture has them, of the n-best.
+  void ExpectReference(int beam, BeamStopping stopping, const std::string& key) {
     const auto sources = Sources();
     ASSERT_GE(sources.size(), 4u);
-    auto batch = translator_->TranslateIds(sources, Options(beam));
+    auto batch = translator_->TranslateIds(sources, Options(beam, stopping));
     ASSERT_TRUE(batch.ok()) << batch.status();
     for (size_t i = 0; i < sources.size(); ++i) {
       const auto& want = expected_["cases"][i][key];
       const std::vector<std::vector<int32_t>> one{sources[i]};
-      auto alone = translator_->TranslateIds(one, Options(beam));
+      auto alone = translator_->TranslateIds(one, Options(beam, stopping));
       ASSERT_TRUE(alone.ok()) << alone.status();
       for (const SearchResult* got : {&(*alone)[0], &(*batch)[i]}) {
-        const Hypothesis& h = got->hypotheses.at(0);
-        EXPECT_EQ(h.ids, want["ids"].get<std::vector<int32_t>>()) << key << " case " << i;
-        const float score = want["score"].get<float>();
-        EXPECT_NEAR(h.score, score, 1e-4f + 1e-4f * std::fabs(score)) << key << " case " << i;
+        ExpectHypothesis(got->hypotheses.at(0), want, key + " case " + std::to_string(i));
+        if (!want.contains("nbest")) continue;
+        ASSERT_EQ(got->hypotheses.size(), want["nbest"].size()) << key << " case " << i;
+        for (size_t n = 0; n < got->hypotheses.size(); ++n) {
+          ExpectHypothesis(got->hypotheses[n], want["nbest"][n],
+                           key + " case " + std::to_string(i) + " n-best " + std::to_string(n));
+        }
       }
     }
+  }
+  static void ExpectHypothesis(const Hypothesis& h, const nlohmann::json& want,
+                               const std::string& what) {
+    EXPECT_EQ(h.ids, want["ids"].get<std::vector<int32_t>>()) << what;
+    const float score = want["score"].get<float>();
+    EXPECT_NEAR(h.score, score, 1e-4f + 1e-4f * std::fabs(score)) << what;
   }
 
   nlohmann::json expected_;
   std::unique_ptr<Translator> translator_;
 };
 
-TEST_P(Ct2ParityTest, GreedyIdsAndScoresMatchTheReference) { ExpectReference(1, "greedy"); }
+TEST_P(Ct2ParityTest, GreedyIdsAndScoresMatchTheReference) {
+  ExpectReference(1, BeamStopping::kHuggingFace, "greedy");
+}
 
-TEST_P(Ct2ParityTest, BeamSearchIdsAndScoresMatchTheReference) { ExpectReference(4, "beam4"); }
+TEST_P(Ct2ParityTest, BeamSearchIdsAndScoresMatchTheReference) {
+  ExpectReference(4, BeamStopping::kHuggingFace, "beam4");
+}
+
+TEST_P(Ct2ParityTest, CTranslate2sBeamRulesGiveTheReferencesCTranslate2Search) {
+  // The rules a CTranslate2 directory is served with (its defaults below); the fixtures hold
+  // cases where they and Hugging Face's pick different hypotheses.
+  ExpectReference(4, BeamStopping::kCTranslate2, "beam4_ct2");
+}
+
+TEST_P(Ct2ParityTest, TheDirectorysDefaultsAreCTranslate2s) {
+  // translate_batch's: beam 2, 256 tokens, length penalty 1, min_decoding_length 1 (EOS banned
+  // at the first step: 2 in our count), its beam rules.
+  const DecodingOptions o = translator_->DefaultOptions();
+  EXPECT_EQ(o.beam_size, 2);
+  EXPECT_EQ(o.min_length, 2);
+  EXPECT_EQ(o.length_penalty, 1.0f);
+  EXPECT_EQ(o.stopping, BeamStopping::kCTranslate2);
+}
 
 TEST_P(Ct2ParityTest, TheOutputsAreNotDegenerate) {
   // A fixture whose every output is the same would pass the tests above with a broken engine.
@@ -112,6 +144,18 @@ TEST(Ct2Fixtures, EveryVariantIsThere) {
   // The parity suite above is built from the directory: an empty one must fail, not pass.
   const std::vector<std::string> variants = Variants();
   EXPECT_GE(variants.size(), 5u);
+}
+
+TEST(Ct2Fixtures, TheTwoBeamRulesDisagreeOnSomeCases) {
+  // Else the CTranslate2 rules' test could not tell them from Hugging Face's.
+  int differ = 0;
+  for (const std::string& variant : Variants()) {
+    std::ifstream in(kFixtures / variant / "expected.json");
+    const auto expected = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(expected.is_discarded()) << variant;
+    for (const auto& c : expected["cases"]) differ += c["beam4"]["ids"] != c["beam4_ct2"]["ids"];
+  }
+  EXPECT_GE(differ, 5);
 }
 
 }  // namespace
