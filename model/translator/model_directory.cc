@@ -106,8 +106,11 @@ std::pair<fs::path, fs::path> Ct2SentencePieceFiles(const fs::path& dir) {
   return {};
 }
 
+// `argos_package`: the directory is an Argos Translate package's model/, fed as Argos Translate
+// feeds it.
 absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadCt2Tokenizer(const std::string& dir,
-                                                                  const MarianModel& model) {
+                                                                  const MarianModel& model,
+                                                                  bool argos_package) {
   auto opened = OpenCt2Directory(dir);
   if (!opened.ok()) return opened.status();
   const auto [source_path, target_path] = Ct2SentencePieceFiles(fs::path(dir));
@@ -138,8 +141,11 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadCt2Tokenizer(const std::str
   parts.eos_token = special.eos;
   parts.unk_token = special.unk;
   if (special.add_source_bos) parts.bos_token = special.bos;
+  // A Marian model's CTranslate2 users feed it the Hugging Face tokenizer's pieces, which end in
+  // EOS although the converter writes add_source_eos false. Argos Translate feeds SentencePiece's
+  // pieces as they are, whatever the model: a package gets what config.json says and no more.
   const bool marian_conversion = model.config.decoder_start_token_id == model.config.pad_token_id;
-  parts.append_eos = special.add_source_eos || marian_conversion;
+  parts.append_eos = special.add_source_eos || (marian_conversion && !argos_package);
   parts.pad_id = model.config.pad_token_id;
   auto tokenizer = MarianTokenizer::FromParts(std::move(parts));
   if (!tokenizer.ok()) {
@@ -152,7 +158,7 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadCt2Tokenizer(const std::str
 
 absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadTokenizer(const std::string& dir,
                                                                const MarianModel& model) {
-  if (IsCt2Directory(dir)) return LoadCt2Tokenizer(WeightsFolder(dir), model);
+  if (IsCt2Directory(dir)) return LoadCt2Tokenizer(WeightsFolder(dir), model, IsArgosPackage(dir));
   return MarianTokenizer::Load(dir);
 }
 

@@ -3,7 +3,9 @@
 # packages folder: the shipped model converted to a CTranslate2 directory and packaged the way
 # argospm installs one (metadata.json, model/, one sentencepiece.model), as an unpacked folder
 # and as a .argosmodel zip, in a --model_repository with no other configuration.
-#  - transerve-translate on the package folder gives the CTranslate2 directory's translations;
+#  - transerve-translate on the package folder gives the ids of Argos Translate's own pipeline
+#    (no EOS added to the source; beam 4, length penalty 0.2, CTranslate2's beam rules), as the
+#    independent reference computes them;
 #  - the server lists each package's pair from its metadata.json before loading it (ListModels,
 #    LibreTranslate's /languages), and callers at once over the LibreTranslate API (by language
 #    pair) and gRPC (by package name, unary and streaming) get those translations;
@@ -68,17 +70,49 @@ data = open(os.path.join(work, "repo", "ende-zip.argosmodel"), "rb").read()
 open(os.path.join(work, "repo", "broken.argosmodel"), "wb").write(data[: len(data) // 2])
 PY
 
-# What callers must get: Argos Translate's search (beam 4, length penalty 0.2, CTranslate2's
-# beam rules), asked of the CTranslate2 directory with its own source.spm and target.spm; the
-# package folder, with its one sentencepiece.model, gives the same by its defaults.
-"$bin/transerve-translate" --model_dir="$work/ende-ct2" --beam_size=4 --length_penalty=0.2 \
-  --num_threads=2 < "$work/in.txt" > "$work/want" 2> "$work/translate.log" \
-  || fail "translate the CTranslate2 directory: $(tail -3 "$work/translate.log")"
-"$bin/transerve-translate" --model_dir="$work/repo/translate-en_de-1_0" \
-  --num_threads=2 < "$work/in.txt" > "$work/folder" \
-  2> "$work/translate.log" || fail "translate the package folder: $(tail -3 "$work/translate.log")"
-cmp -s "$work/want" "$work/folder" \
-  || fail "the package folder translates differently: $(diff "$work/want" "$work/folder" | head -6)"
+# What callers must get: Argos Translate's own pipeline on the package, computed by the
+# independent reference (tools/reference/ct2_reference.py): SentencePiece's pieces as they are
+# (Argos adds no EOS), beam 4, length penalty 0.2, CTranslate2's beam rules and its
+# min_decoding_length 1. transerve-translate on the package folder, at its defaults and in
+# float32 as the reference computes, must give those ids and scores. Its text at the server's
+# dtype (auto) is what every caller below must get.
+"$bin/transerve-translate" --model_dir="$work/repo/translate-en_de-1_0" --num_threads=2 \
+  --dtype=float32 --output_format=jsonl --split_sentences=false --protect_spans=false < "$work/in.txt" \
+  > "$work/folder.jsonl" 2> "$work/translate.log" \
+  || fail "translate the package folder: $(tail -3 "$work/translate.log")"
+/usr/bin/python3 - "$src/tools/reference" "$work/repo/translate-en_de-1_0" "$work/in.txt" \
+  "$work/folder.jsonl" > "$work/reference.log" 2>&1 <<'PY' || fail "Argos's pipeline: $(tail -3 "$work/reference.log")"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import ct2_reference as cr
+import sentencepiece as spm
+import torch
+torch.set_num_threads(1)
+package, lines_path, got_path = sys.argv[2:5]
+model = cr.Ct2Model(package + "/model")
+sp = spm.SentencePieceProcessor(model_file=package + "/sentencepiece.model")
+unk = model.src_vocab.lookup(model.special.unk_token)
+eos = model.cfg.eos_id
+got = [json.loads(line) for line in open(got_path)]
+lines = open(lines_path).read().splitlines()
+assert len(got) == len(lines), (len(got), len(lines))
+for line, g in zip(lines, got):
+    ids = g["ids"]
+    pieces = sp.encode(line, out_type=str)
+    source = [model.src_vocab.lookup(p) for p in pieces]
+    source = [unk if i is None else i for i in source]
+    want = cr.ct2_beam_search(model, source, 4, 256, length_penalty=0.2, min_length=2)
+    strip = lambda x: x[:-1] if x and x[-1] == eos else x
+    if strip(ids) != strip(want["ids"]):
+        sys.exit(f"{line!r}: ids {ids}, Argos's pipeline gives {want['ids']}")
+    # The score too: a source fed with an EOS Argos does not add would move it.
+    if abs(g["score"] - want["score"]) > 1e-3 + 1e-3 * abs(want["score"]):
+        sys.exit(f"{line!r}: score {g['score']}, Argos's pipeline gives {want['score']}")
+print(f"{len(lines)} lines: Argos's pipeline ids")
+PY
+"$bin/transerve-translate" --model_dir="$work/repo/translate-en_de-1_0" --num_threads=2 \
+  < "$work/in.txt" > "$work/want" 2> "$work/translate.log" \
+  || fail "translate the package folder: $(tail -3 "$work/translate.log")"
 
 mkdir "$work/tmp"
 TMPDIR="$work/tmp" "$bin/transerve-server" --model_repository="$work/repo" \
