@@ -4,7 +4,8 @@
 The directory is made by CTranslate2's own converter steps (the anchor kit's convert.py, which
 fills CTranslate2's TransformerSpec and saves it as its converters do) from a Hugging Face Marian
 checkpoint, once per store (float32, float16, int8). Then, for each store and each search (greedy,
-beam 4):
+beam 4), and for an Argos Translate package made of the float32 store (CTranslate2 called as
+Argos Translate calls it: no EOS added, beam 4, length penalty 0.2, unknowns replaced):
   - CTranslate2's translate_batch on the source pieces (SentencePiece + "</s>", as its Marian
     users feed the Hugging Face tokenizer's output), computing in float32 for the float32 and
     float16 stores (CTranslate2 has no float16 on the CPU) and in int8 for the int8 store, at its
@@ -80,6 +81,40 @@ out = [[vocab[t] for t in r.hypotheses[0]] for r in res]
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 json.dump({"ids": out, "load_seconds": load, "peak_rss_mb": rss}, open(out_path, "w"))
 """
+
+
+# Argos Translate's call (argostranslate/translate.py): SentencePiece's pieces as they are, no
+# EOS added, beam 4, length penalty 0.2, unknowns replaced, batches of 32.
+ARGOS_SCRIPT = r"""
+import json, sys
+import ctranslate2, sentencepiece as spm
+package, lines_path, out_path = sys.argv[1:4]
+sp = spm.SentencePieceProcessor(model_file=package + "/sentencepiece.model")
+sources = [sp.encode(l, out_type=str) for l in open(lines_path).read().splitlines()]
+tr = ctranslate2.Translator(package + "/model", device="cpu", compute_type="float32",
+                            inter_threads=1, intra_threads=2)
+res = tr.translate_batch(sources, replace_unknowns=True, max_batch_size=32, beam_size=4,
+                         num_hypotheses=1, length_penalty=0.2, return_scores=True)
+vocab = {t: i for i, t in enumerate(json.load(open(package + "/model/shared_vocabulary.json")))}
+json.dump({"ids": [[vocab[t] for t in r.hypotheses[0]] for r in res]}, open(out_path, "w"))
+"""
+
+
+def argos_package(args, float32_model):
+    """The float32 store packaged as argospm installs a package (metadata.json, model/, one
+    sentencepiece.model)."""
+    package = os.path.join(args.out, "translate-en_de-1_0")
+    os.makedirs(os.path.join(package, "model"), exist_ok=True)
+    for name in ("model.bin", "config.json", "shared_vocabulary.json"):
+        with open(os.path.join(float32_model, name), "rb") as f, \
+                open(os.path.join(package, "model", name), "wb") as g:
+            g.write(f.read())
+    with open(os.path.join(args.model_dir, "source.spm"), "rb") as f, \
+            open(os.path.join(package, "sentencepiece.model"), "wb") as g:
+        g.write(f.read())
+    json.dump({"package_version": "1.0", "from_code": "en", "to_code": "de"},
+              open(os.path.join(package, "metadata.json"), "w"))
+    return package
 
 
 def ct2_translate(args, model, compute_type, beam, lines_path, out_path):
@@ -165,6 +200,7 @@ def main():
             ct2 = ct2_translate(args, model, dtype, beam, lines_path,
                                 os.path.join(args.out, f"ct2-{store}-{beam}.json"))
             ours = transerve_translate(args, model, dtype, beam, lines_path)
+            json.dump(ours, open(os.path.join(args.out, f"transerve-{store}-{beam}.json"), "w"))
             same = sum(a == b for a, b in zip(ct2["ids"], ours["ids"]))
             results.append({"store": store, "beam": beam, "sentences": len(lines),
                             "same_ids": same, "ct2_load_seconds": ct2["load_seconds"],
@@ -172,14 +208,35 @@ def main():
             print(f"{store:8s} beam {beam}: {same}/{len(lines)} outputs with CTranslate2's ids"
                   f" (transerve {ours['seconds']:.1f} s)",
                   flush=True)
-    # CTranslate2 int8 against its own float32: the bar transerve's int8 is held to.
-    for beam in (1, 4):
-        f = json.load(open(os.path.join(args.out, f"ct2-float32-{beam}.json")))["ids"]
-        i = json.load(open(os.path.join(args.out, f"ct2-int8-{beam}.json")))["ids"]
-        same = sum(a == b for a, b in zip(f, i))
-        results.append({"ct2_int8_vs_ct2_float32_beam": beam, "same_ids": same,
-                        "sentences": len(lines)})
-        print(f"CTranslate2 int8 vs its float32, beam {beam}: {same}/{len(lines)}")
+    # An Argos Translate package of the float32 store: CTranslate2 called as Argos Translate
+    # calls it, transerve-translate on the package folder at its defaults (Argos's search).
+    package = argos_package(args, os.path.join(args.out, "model-float32"))
+    env = dict(os.environ, PYTHONPATH=os.path.join(args.ct2_workdir, "pylib-dnnl"),
+               OMP_NUM_THREADS="2")
+    argos_out = os.path.join(args.out, "ct2-argos.json")
+    run(["/usr/bin/python3", "-c", ARGOS_SCRIPT, package, lines_path, argos_out], env=env)
+    want = json.load(open(argos_out))["ids"]
+    proc = subprocess.run(
+        [os.path.join(args.bin, "transerve-translate"), f"--model_dir={package}",
+         "--dtype=float32", "--output_format=jsonl", "--num_threads=2", "--protect_spans=false",
+         "--split_sentences=false"], stdin=open(lines_path), capture_output=True, check=True,
+        text=True)
+    got = [[i for i in json.loads(l)["ids"] if i != args.eos_id] for l in proc.stdout.splitlines()]
+    same = sum(a == b for a, b in zip(want, got))
+    results.append({"store": "argos package (float32)", "beam": 4, "sentences": len(lines),
+                    "same_ids": same})
+    print(f"Argos package beam 4, length penalty 0.2: {same}/{len(lines)} outputs with "
+          f"CTranslate2's ids as Argos Translate calls it", flush=True)
+    # Each engine's int8 against its own float32: CTranslate2's is the bar transerve's int8 is
+    # held to (how far int8 moves a translation at all).
+    for engine, name in (("ct2", "CTranslate2"), ("transerve", "transerve")):
+        for beam in (1, 4):
+            f = json.load(open(os.path.join(args.out, f"{engine}-float32-{beam}.json")))["ids"]
+            i = json.load(open(os.path.join(args.out, f"{engine}-int8-{beam}.json")))["ids"]
+            same = sum(a == b for a, b in zip(f, i))
+            results.append({f"{engine}_int8_vs_{engine}_float32_beam": beam, "same_ids": same,
+                            "sentences": len(lines)})
+            print(f"{name} int8 vs its float32, beam {beam}: {same}/{len(lines)}")
     json.dump(results, open(os.path.join(args.out, "summary.json"), "w"), indent=1)
     greedy = next(r for r in results if r.get("store") == "float32" and r["beam"] == 1)
     return 0 if greedy["same_ids"] == greedy["sentences"] else 1

@@ -134,6 +134,7 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> MarianTokenizer::FromParts(Part
   tok->pad_token_.clear();
   tok->pad_id_ = parts.pad_id;
   tok->append_eos_ = parts.append_eos;
+  tok->marian_text_ = parts.marian_text;
   auto find = [&](const std::string& token, int32_t* id) -> absl::Status {
     *id = tok->source_vocab_.Find(token);
     if (*id < 0) {
@@ -176,6 +177,12 @@ absl::StatusOr<std::vector<int32_t>> MarianTokenizer::Encode(std::string_view te
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 2);
   if (bos_id_ >= 0) ids.push_back(bos_id_);
+  if (!marian_text_) {
+    source_spm_->EncodeToPieces(text,
+                                [&](std::string_view piece) { ids.push_back(SourceId(piece)); });
+    FinishSource(&ids);
+    return ids;
+  }
 
   // Split on special tokens, leftmost first and longest at equal starts. `next` caches each
   // token's next occurrence so a text full of tokens is still scanned in linear time.
@@ -203,12 +210,16 @@ absl::StatusOr<std::vector<int32_t>> MarianTokenizer::Encode(std::string_view te
     ids.push_back(special_tokens_[best].second);
     pos = best_start + special_tokens_[best].first.size();
   }
-  if (append_eos_) {
-    ids.push_back(eos_id_);
-  } else if (ids.empty() || (ids.size() == 1 && ids[0] == bos_id_)) {
-    ids = {eos_id_};  // no pieces: the empty source every caller recognises
-  }
+  FinishSource(&ids);
   return ids;
+}
+
+void MarianTokenizer::FinishSource(std::vector<int32_t>* ids) const {
+  if (append_eos_) {
+    ids->push_back(eos_id_);
+  } else if (ids->empty() || (ids->size() == 1 && (*ids)[0] == bos_id_)) {
+    *ids = {eos_id_};  // no pieces: the empty source every caller recognises
+  }
 }
 
 std::string MarianTokenizer::Decode(std::span<const int32_t> ids) const {

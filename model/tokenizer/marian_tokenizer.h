@@ -39,13 +39,17 @@ class MarianTokenizer {
     std::optional<std::string> bos_token;  // put before the source's pieces when set
     bool append_eos = true;
     int32_t pad_id = -1;  // an id Decode skips (CTranslate2's: the loader's row V)
+    // Read the text as Hugging Face's MarianTokenizer does: `>>xx<<` language codes and the
+    // special tokens' strings split out. false: SentencePiece's pieces of the whole text, as a
+    // CTranslate2 user's `sp.encode(text, out_type=str)` gives them.
+    bool marian_text = true;
   };
   // INVALID_ARGUMENT when the source vocabulary lacks the eos, unk or bos token.
   static absl::StatusOr<std::unique_ptr<MarianTokenizer>> FromParts(Parts parts);
 
   // Source text -> model ids with EOS appended ("" gives [eos]; FromParts: as its Parts say).
   // INVALID_ARGUMENT on invalid UTF-8. Literal "</s>", "<unk>", "<pad>" in the text become their
-  // ids.
+  // ids (unless Parts::marian_text is false).
   absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text) const;
 
   // Target ids -> text as HF decode(ids, skip_special_tokens=True) without
@@ -79,6 +83,8 @@ class MarianTokenizer {
   }
   // One chunk of text between special tokens: language code, then source.spm pieces.
   void EncodeChunk(std::string_view chunk, std::vector<int32_t>* ids) const;
+  // Appends the EOS, or makes a source without pieces the lone EOS.
+  void FinishSource(std::vector<int32_t>* ids) const;
   int32_t SourceId(std::string_view piece) const {
     const int32_t id = source_vocab_.Find(piece);
     return id >= 0 ? id : unk_id_;
@@ -99,6 +105,7 @@ class MarianTokenizer {
   int32_t pad_id_ = -1;
   int32_t bos_id_ = -1;  // prepended when >= 0 (FromParts)
   bool append_eos_ = true;
+  bool marian_text_ = true;
 };
 
 }  // namespace transerve

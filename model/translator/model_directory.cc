@@ -146,6 +146,9 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadCt2Tokenizer(const std::str
   // pieces as they are, whatever the model: a package gets what config.json says and no more.
   const bool marian_conversion = model.config.decoder_start_token_id == model.config.pad_token_id;
   parts.append_eos = special.add_source_eos || (marian_conversion && !argos_package);
+  // The same users read `>>xx<<` codes and special tokens' strings as Hugging Face does; every
+  // other directory gets SentencePiece's pieces of the whole text.
+  parts.marian_text = marian_conversion && !argos_package;
   parts.pad_id = model.config.pad_token_id;
   auto tokenizer = MarianTokenizer::FromParts(std::move(parts));
   if (!tokenizer.ok()) {

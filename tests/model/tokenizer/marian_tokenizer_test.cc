@@ -12,6 +12,8 @@
 
 #include "absl/status/status.h"
 #include "model/tokenizer/marian_text_rules.h"
+#include "model/tokenizer/marian_vocab.h"
+#include "model/tokenizer/sentencepiece_model.h"
 #include "tests/model/tokenizer/spm_model_builder.h"
 #include "tests/model/tokenizer/spm_test_util.h"
 
@@ -147,6 +149,36 @@ TEST_F(MarianTokenizerTest, SpecialTokensInTextAreSplitOut) {
   EXPECT_THAT(Encode(*tok, "Hello</s>world<unk> <pad>"), ElementsAre(4, 0, 5, 1, pad_id_, 0));
   // Each chunk between special tokens is tokenized on its own (dummy prefix, language code).
   EXPECT_THAT(Encode(*tok, "</s>>>fra<< Hello"), ElementsAre(0, 2, 4, 0));
+}
+
+// A CTranslate2 directory that is no Marian conversion: SentencePiece's pieces of the whole text,
+// as its users' sp.encode gives them; codes and special tokens' strings are text like any other.
+TEST_F(MarianTokenizerTest, WithoutMarianTextRulesSentencePieceReadsEverything) {
+  std::vector<std::string> tokens = {"</s>",      "<unk>",      ">>fra<<",   ">>deu<<",
+                                     Sp("Hello"), Sp("world"),  Sp("Hallo"), Sp("Welt"),
+                                     kSp,         Sp("Bonjour")};
+  for (const PieceSpec& p : LetterPieces()) {
+    if (p.piece != "/") tokens.push_back(p.piece);
+  }
+  tokens.push_back("<pad>");
+  MarianTokenizer::Parts parts;
+  parts.source_vocab = MarianVocab::FromTokens(tokens);
+  auto source = SentencePieceModel::LoadFromFile(dir_->File("source.spm"));
+  auto target = SentencePieceModel::LoadFromFile(dir_->File("target.spm"));
+  ASSERT_TRUE(source.ok() && target.ok());
+  parts.source_spm = *std::move(source);
+  parts.target_spm = *std::move(target);
+  parts.eos_token = "</s>";
+  parts.unk_token = "<unk>";
+  parts.append_eos = false;
+  parts.marian_text = false;
+  auto tok = MarianTokenizer::FromParts(std::move(parts));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  // ▁ > > f r a < < ▁Hello: the code is characters (ids: letters from 10, "<" 62, ">" 63).
+  EXPECT_THAT(Encode(**tok, ">>fra<< Hello"), ElementsAre(8, 63, 63, 15, 27, 10, 62, 62, 4));
+  // "</s>" is characters too ("/" has no entry: <unk>), and nothing is appended.
+  EXPECT_THAT(Encode(**tok, "Hello</s>"), ElementsAre(4, 62, 1, 28, 63));
+  EXPECT_THAT(Encode(**tok, ""), ElementsAre(0));  // the empty source: the lone EOS
 }
 
 TEST_F(MarianTokenizerTest, InvalidUtf8IsInvalidArgument) {
