@@ -13,8 +13,8 @@ Argos Translate calls it: no EOS added, beam 4, length penalty 0.2, unknowns rep
   - transerve-translate on the same directory, loaded directly (no conversion step), at the
     directory's defaults too (CTranslate2's beam rules), with --dtype float32 for the float32
     and float16 stores and int8 for the int8 store, each line one sequence as CTranslate2 sees
-    it (no sentence splitting, no protected spans) and --max_length one more than CTranslate2's
-    max_decoding_length (transerve counts the EOS, CTranslate2 does not).
+    it (no sentence splitting, no protected spans) and --max_length equal to CTranslate2's
+    max_decoding_length (under CTranslate2's rules both count the same tokens).
 The sentences: --input, or by default the English prose of this repository's own documents
 (README.md, SECURITY.md, docs/*.md; code blocks, tables and headings left out), split at
 sentence ends, 4 to 40 words, first occurrence only, in file order: the same lines on every
@@ -129,7 +129,7 @@ def transerve_translate(args, model, dtype, beam, lines_path):
     t0 = time.perf_counter()
     proc = subprocess.run(
         [os.path.join(args.bin, "transerve-translate"), f"--model_dir={model}", f"--dtype={dtype}",
-         f"--beam_size={beam}", f"--max_length={args.max_length + 1}", "--output_format=jsonl",
+         f"--beam_size={beam}", f"--max_length={args.max_length}", "--output_format=jsonl",
          "--num_threads=2", "--protect_spans=false", "--split_sentences=false"], stdin=open(lines_path), capture_output=True, check=True, text=True)
     seconds = time.perf_counter() - t0
     ids = []

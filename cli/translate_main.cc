@@ -33,9 +33,10 @@ ABSL_FLAG(std::optional<int>, min_length, std::nullopt,
           "Fewest generated tokens per sentence, EOS included; unset = the model's default");
 ABSL_FLAG(std::optional<float>, length_penalty, std::nullopt,
           "Beam scores are divided by length^length_penalty; unset = the model's default");
-ABSL_FLAG(std::string, beam_rules, "model",
-          "When a beam search stops: model (the model's own: Hugging Face's for a Hugging Face "
-          "checkpoint, CTranslate2's for a CTranslate2 directory), huggingface or ctranslate2");
+ABSL_FLAG(std::string, search_rules, "model",
+          "Whose search: when a beam search stops and what the length limit does. model (the "
+          "model's own: Hugging Face's for a Hugging Face checkpoint, CTranslate2's for a "
+          "CTranslate2 directory), huggingface or ctranslate2");
 ABSL_FLAG(int, num_hypotheses, 1, "jsonl: also print this many n-best hypotheses");
 ABSL_FLAG(int, batch_size, 32, "Sentences per batch (input is sorted by length in chunks)");
 ABSL_FLAG(std::string, output_format, "text", "text or jsonl");
@@ -138,13 +139,13 @@ int Run() {
     options.length_penalty = *absl::GetFlag(FLAGS_length_penalty);
   }
   options.num_hypotheses = absl::GetFlag(FLAGS_num_hypotheses);
-  const std::string beam_rules = absl::GetFlag(FLAGS_beam_rules);
-  if (beam_rules == "huggingface") {
-    options.stopping = BeamStopping::kHuggingFace;
-  } else if (beam_rules == "ctranslate2") {
-    options.stopping = BeamStopping::kCTranslate2;
-  } else if (beam_rules != "model") {
-    std::cerr << "--beam_rules must be model, huggingface or ctranslate2\n";
+  const std::string search_rules = absl::GetFlag(FLAGS_search_rules);
+  if (search_rules == "huggingface") {
+    options.rules = SearchRules::kHuggingFace;
+  } else if (search_rules == "ctranslate2") {
+    options.rules = SearchRules::kCTranslate2;
+  } else if (search_rules != "model") {
+    std::cerr << "--search_rules must be model, huggingface or ctranslate2\n";
     return 2;
   }
   if (auto s = (*translator)->ValidateOptions(options); !s.ok()) {

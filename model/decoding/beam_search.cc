@@ -112,7 +112,7 @@ void BeamSearch::Advance(std::span<const std::vector<TokenScore>> top, const Ten
 
 bool BeamSearch::EnoughFinished(int length) const {
   const int beams = options_.beam_size;
-  if (options_.stopping == BeamStopping::kCTranslate2) {
+  if (options_.rules == SearchRules::kCTranslate2) {
     if (options_.length_penalty == 0.0f) {
       // No length normalisation: nothing still running can beat a finished best candidate.
       return top_candidate_finished_ && finished_count_ >= options_.num_hypotheses;

@@ -8,26 +8,30 @@
 
 namespace transerve {
 
-// When a beam search stops. Both rank candidates alike (2·beams per step, EOS finishing only from
-// the first `beams` ranks) and pick the best finished hypothesis by sum / length^length_penalty;
-// the stopping rule decides which hypotheses get to finish.
-enum class BeamStopping {
+// Whose search a model gets. Both rank beam candidates alike (2·beams per step, EOS finishing
+// only from the first `beams` ranks) and pick the best finished hypothesis by
+// sum / length^length_penalty; they differ in when a beam search stops and in what the length
+// limit does.
+enum class SearchRules {
   // Hugging Face's (early_stopping=False): once `beams` hypotheses have finished, go on while the
   // best running beam, normalised at the current length, could still beat the worst of them.
+  // EOS is forced as the max_length-th token.
   kHuggingFace,
   // CTranslate2's (patience 1): stop as soon as `beams` hypotheses have finished, counting every
   // one; with length_penalty 0, as soon as the best candidate of a step finishes and
-  // num_hypotheses have. What a CTranslate2 user's model gives under CTranslate2.
+  // num_hypotheses have. The max_length-th token is chosen as any other and ends the
+  // hypothesis as it is (no EOS), greedy too. What a CTranslate2 user's model gives under
+  // CTranslate2.
   kCTranslate2,
 };
 
 struct DecodingOptions {
-  int beam_size = 1;            // 1: greedy
-  int max_length = 256;         // generated tokens incl. EOS; EOS is forced at this length
-  int min_length = 0;           // EOS is banned before this many tokens
+  int beam_size = 1;     // 1: greedy
+  int max_length = 256;  // generated tokens incl. EOS; at this length EOS is forced (see rules)
+  int min_length = 0;    // EOS is banned before this many tokens
   float length_penalty = 1.0f;  // beam scores are divided by length^length_penalty
   int num_hypotheses = 1;       // n-best (beam search only; at most beam_size)
-  BeamStopping stopping = BeamStopping::kHuggingFace;  // the model's, never a request's
+  SearchRules rules = SearchRules::kHuggingFace;  // the model's, never a request's
   // Record each hypothesis's alignment: the last decoder layer's cross-attention weights,
   // averaged over heads, of the step that produced each generated token.
   bool return_alignment = false;

@@ -23,7 +23,6 @@ ops::CandidateRule GreedySearch::NextCandidates() const {
 
 void GreedySearch::Advance(std::span<const std::vector<TokenScore>> top, const Tensor* alignment,
                            int64_t first_row) {
-  const ops::CandidateRule rule = NextCandidates();
   const TokenScore& best = top[first_row].front();
   hypothesis_.ids.push_back(best.token);
   if (options_.return_alignment) {
@@ -32,7 +31,9 @@ void GreedySearch::Advance(std::span<const std::vector<TokenScore>> top, const T
   hypothesis_.score += best.log_prob;
   hypothesis_.log_prob += best.log_prob;
   next_input_ = best.token;
-  if (best.token == special_.eos || rule.force_eos) {
+  // At max_length the hypothesis ends: with the forced EOS, or (CTranslate2's rules) as it is.
+  const bool at_max_length = static_cast<int>(hypothesis_.ids.size()) >= options_.max_length;
+  if (best.token == special_.eos || at_max_length) {
     done_ = true;
     cache_.reset();  // give the blocks back as soon as the sentence ends
   }

@@ -5,7 +5,9 @@ namespace transerve {
 ops::CandidateRule RuleForStep(const DecodingOptions& options, int generated, int k) {
   ops::CandidateRule rule;
   rule.k = k;
-  rule.force_eos = generated + 1 >= options.max_length;
+  // CTranslate2 chooses the last token as any other: the hypothesis ends there without EOS.
+  rule.force_eos =
+      generated + 1 >= options.max_length && options.rules == SearchRules::kHuggingFace;
   rule.ban_eos = !rule.force_eos && generated + 1 < options.min_length;
   return rule;
 }

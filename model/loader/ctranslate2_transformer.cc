@@ -660,7 +660,7 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadCt2Transformer(
   g.max_length = 256;
   g.min_length = 2;
   g.length_penalty = 1.0f;
-  g.beam_stopping = BeamStopping::kCTranslate2;
+  g.search_rules = SearchRules::kCTranslate2;
 
   Log().info(
       "loaded {} (CTranslate2 {} revision {}, binary version {}): d_model {}, {}+{} layers, "

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/core/activation.h"            // Activation, ActivationName
-#include "model/decoding/decoding_options.h"  // BeamStopping
+#include "model/decoding/decoding_options.h"  // SearchRules
 
 namespace transerve {
 
@@ -51,7 +51,7 @@ struct GenerationDefaults {
   int num_return_sequences = 1;
   // When a beam search stops: Hugging Face's rule for its checkpoints, CTranslate2's for its
   // directories, so each gives what its own runtime gives.
-  BeamStopping beam_stopping = BeamStopping::kHuggingFace;
+  SearchRules search_rules = SearchRules::kHuggingFace;
   // Token ids that may never be generated (HF bad_words_ids restricted to one-token entries).
   std::vector<int32_t> bad_words_ids;
 };

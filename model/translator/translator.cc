@@ -204,7 +204,7 @@ DecodingOptions Translator::DefaultOptions() const {
   o.max_length = g.max_length > 0 ? std::min(g.max_length, max_positions) : max_positions;
   o.min_length = std::min(g.min_length, o.max_length);
   o.length_penalty = g.length_penalty;
-  o.stopping = g.beam_stopping;
+  o.rules = g.search_rules;
   o.num_hypotheses = std::clamp(g.num_return_sequences, 1, o.beam_size);
   return o;
 }

@@ -4,7 +4,7 @@
 # (tools/reference/marian_to_ct2.py: pad dropped, zero start embedding, aliased tables), float32
 # and int8 stores, with its SentencePiece files beside it.
 #  - transerve-translate gives the Hugging Face directory's translations exactly from the
-#    float32 store, greedy and beam 4, under either search's rules (--beam_rules);
+#    float32 store, greedy and beam 4, under either search's rules (--search_rules);
 #  - one transerve-server serves the Marian directory and both CTranslate2 directories side by
 #    side; callers at once over gRPC (unary and streaming, several models) and the LibreTranslate
 #    API each get what transerve-translate printed for that model;
@@ -42,8 +42,8 @@ PY
 # its defaults (CTranslate2's beam rules, EOS banned at the first step) gives what the Marian
 # directory gives under those, and with Hugging Face's rules what the Marian directory gives by
 # default.
-ct2_search=(--beam_rules=ctranslate2 --min_length=2)
-hf_search=(--beam_rules=huggingface --min_length=0)
+ct2_search=(--search_rules=ctranslate2 --min_length=2)
+hf_search=(--search_rules=huggingface --min_length=0)
 for beam in 1 4; do
   for run in "$marian:default" "$marian:ct2" "$work/ende-ct2-float32:default" \
              "$work/ende-ct2-float32:hf"; do

@@ -1020,7 +1020,8 @@ def ct2_beam_search(model: Ct2Model, ids: Sequence[int], beam_size: int, max_len
     stops as soon as `beam` hypotheses have finished (patience 1), or with length_penalty 0 as
     soon as the top beam has finished and num_hypotheses have, with no look at what the running
     beams could still reach; every finished hypothesis is kept and the best sum / length^penalty
-    wins. min_length in our count (CTranslate2's min_decoding_length 1 is 2 here).
+    wins. At max_length the step's `beam` best candidates finish as they are, EOS or not.
+    min_length in our count (CTranslate2's min_decoding_length 1 is 2 here).
     Returns the best's ids and score, its nbest (num_hypotheses, best first) and rank_margin: how
     far the best's normalised score is above the runner-up's (inf with one finished)."""
     c = model.cfg
@@ -1034,7 +1035,8 @@ def ct2_beam_search(model: Ct2Model, ids: Sequence[int], beam_size: int, max_len
         top_finished = False
         step = 0
         while True:
-            lp = mr.process_log_probs(model.decode_step(state, inputs), step + 1, max_length,
+            # No EOS forced at max_length: CTranslate2 chooses the last token as any other.
+            lp = mr.process_log_probs(model.decode_step(state, inputs), step + 1, max_length + 1,
                                       min_length, c.pad_id, c.eos_id)
             vocab = lp.shape[-1]
             flat = lp[0] if step == 0 else (lp + scores[:, None]).reshape(-1)

@@ -48,13 +48,13 @@ class Ct2ParityTest : public ::testing::TestWithParam<std::string> {
     translator_ = *std::move(t);
   }
 
-  DecodingOptions Options(int beam, BeamStopping stopping) const {
+  DecodingOptions Options(int beam, SearchRules stopping) const {
     DecodingOptions o;
     o.beam_size = beam;
     o.max_length = expected_["max_length"].get<int>();
     o.length_penalty = 1.0f;
     o.num_hypotheses = beam;
-    o.stopping = stopping;
+    o.rules = stopping;
     return o;
   }
   std::vector<std::vector<int32_t>> Sources() const {
@@ -66,7 +66,7 @@ class Ct2ParityTest : public ::testing::TestWithParam<std::string> {
   }
   // Each case alone, then all of them in one batch: the reference's ids and scores both times,
   // of the best hypothesis and, where the fixture has them, of the n-best.
-  void ExpectReference(int beam, BeamStopping stopping, const std::string& key) {
+  void ExpectReference(int beam, SearchRules stopping, const std::string& key) {
     const auto sources = Sources();
     ASSERT_GE(sources.size(), 4u);
     auto batch = translator_->TranslateIds(sources, Options(beam, stopping));
@@ -99,17 +99,17 @@ class Ct2ParityTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(Ct2ParityTest, GreedyIdsAndScoresMatchTheReference) {
-  ExpectReference(1, BeamStopping::kHuggingFace, "greedy");
+  ExpectReference(1, SearchRules::kHuggingFace, "greedy");
 }
 
 TEST_P(Ct2ParityTest, BeamSearchIdsAndScoresMatchTheReference) {
-  ExpectReference(4, BeamStopping::kHuggingFace, "beam4");
+  ExpectReference(4, SearchRules::kHuggingFace, "beam4");
 }
 
 TEST_P(Ct2ParityTest, CTranslate2sBeamRulesGiveTheReferencesCTranslate2Search) {
   // The rules a CTranslate2 directory is served with (its defaults below); the fixtures hold
   // cases where they and Hugging Face's pick different hypotheses.
-  ExpectReference(4, BeamStopping::kCTranslate2, "beam4_ct2");
+  ExpectReference(4, SearchRules::kCTranslate2, "beam4_ct2");
 }
 
 TEST_P(Ct2ParityTest, TheDirectorysDefaultsAreCTranslate2s) {
@@ -119,7 +119,7 @@ TEST_P(Ct2ParityTest, TheDirectorysDefaultsAreCTranslate2s) {
   EXPECT_EQ(o.beam_size, 2);
   EXPECT_EQ(o.min_length, 2);
   EXPECT_EQ(o.length_penalty, 1.0f);
-  EXPECT_EQ(o.stopping, BeamStopping::kCTranslate2);
+  EXPECT_EQ(o.rules, SearchRules::kCTranslate2);
 }
 
 TEST_P(Ct2ParityTest, TheOutputsAreNotDegenerate) {

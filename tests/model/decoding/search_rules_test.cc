@@ -1,4 +1,4 @@
-// The two beam stopping rules (DecodingOptions::stopping), driven step by step with scripted
+// The two search rules (DecodingOptions::rules), driven step by step with scripted
 // candidates: a search where Hugging Face's rule goes on because a running beam could still win,
 // and CTranslate2's stops as soon as `beams` hypotheses have finished.
 #include <gtest/gtest.h>
@@ -38,19 +38,23 @@ struct SearchRun {
 };
 
 // Drives one search over the script until it is done (the caches are only moved and forked:
-// no decoder runs).
-SearchRun Drive(const DecodingOptions& options) {
+// no decoder runs). A step whose rule forces EOS gets EOS alone, as ops::TopKCandidates gives it.
+SearchRun Drive(const DecodingOptions& options, const Script& script = TheScript()) {
   KvBlockPool pool(/*d_model=*/8, Device::kCpu);
   const SpecialTokens special{.pad = kPad, .eos = kEos, .decoder_start = kPad};
   auto search = MakeSentenceSearch(options, special, /*source=*/nullptr, &pool,
                                    /*decoder_layers=*/1);
-  const Script script = TheScript();
   SearchRun run;
   while (!search->done() && run.steps < 10) {
     std::vector<DecoderRow> rows;
     search->CollectRows(&rows);
     std::vector<std::vector<TokenScore>> top;
+    const bool force_eos = search->NextCandidates().force_eos;
     for (const DecoderRow& row : rows) {
+      if (force_eos) {
+        top.push_back({{kEos, 0.0f}});
+        continue;
+      }
       const auto it = script.find(row.token);
       EXPECT_NE(it, script.end()) << "no candidates scripted after token " << row.token;
       top.push_back(it == script.end() ? std::vector<TokenScore>{} : it->second);
@@ -62,18 +66,18 @@ SearchRun Drive(const DecodingOptions& options) {
   return run;
 }
 
-DecodingOptions BeamTwo(BeamStopping stopping, float length_penalty, int num_hypotheses) {
+DecodingOptions BeamTwo(SearchRules rules, float length_penalty, int num_hypotheses) {
   DecodingOptions o;
   o.beam_size = 2;
   o.max_length = 10;
   o.length_penalty = length_penalty;
   o.num_hypotheses = num_hypotheses;
-  o.stopping = stopping;
+  o.rules = rules;
   return o;
 }
 
-TEST(BeamStoppingRule, HuggingFaceGoesOnWhileARunningBeamCouldStillWin) {
-  const SearchRun run = Drive(BeamTwo(BeamStopping::kHuggingFace, 1.0f, 2));
+TEST(SearchRulesTest, HuggingFaceGoesOnWhileARunningBeamCouldStillWin) {
+  const SearchRun run = Drive(BeamTwo(SearchRules::kHuggingFace, 1.0f, 2));
   EXPECT_EQ(run.steps, 3);
   ASSERT_EQ(run.result.hypotheses.size(), 2u);
   EXPECT_EQ(run.result.hypotheses[0].ids, (std::vector<int32_t>{kA, kA2, kEos}));
@@ -81,8 +85,8 @@ TEST(BeamStoppingRule, HuggingFaceGoesOnWhileARunningBeamCouldStillWin) {
   EXPECT_EQ(run.result.hypotheses[1].ids, (std::vector<int32_t>{kB, kB2, kEos}));
 }
 
-TEST(BeamStoppingRule, CTranslate2StopsOnceBeamsHypothesesHaveFinished) {
-  const SearchRun run = Drive(BeamTwo(BeamStopping::kCTranslate2, 1.0f, 2));
+TEST(SearchRulesTest, CTranslate2StopsOnceBeamsHypothesesHaveFinished) {
+  const SearchRun run = Drive(BeamTwo(SearchRules::kCTranslate2, 1.0f, 2));
   EXPECT_EQ(run.steps, 2);
   ASSERT_EQ(run.result.hypotheses.size(), 2u);
   EXPECT_EQ(run.result.hypotheses[0].ids, (std::vector<int32_t>{kA, kEos}));
@@ -91,21 +95,44 @@ TEST(BeamStoppingRule, CTranslate2StopsOnceBeamsHypothesesHaveFinished) {
   EXPECT_NEAR(run.result.hypotheses[1].score, -1.0f, 1e-5f);
 }
 
-TEST(BeamStoppingRule, CTranslate2WithoutLengthPenaltyStopsWhenTheBestCandidateFinishes) {
+TEST(SearchRulesTest, CTranslate2WithoutLengthPenaltyStopsWhenTheBestCandidateFinishes) {
   // Length penalty 0: the first step's best candidate is EOS, and one hypothesis is asked for.
-  const SearchRun one = Drive(BeamTwo(BeamStopping::kCTranslate2, 0.0f, 1));
+  const SearchRun one = Drive(BeamTwo(SearchRules::kCTranslate2, 0.0f, 1));
   EXPECT_EQ(one.steps, 1);
   ASSERT_EQ(one.result.hypotheses.size(), 1u);
   EXPECT_EQ(one.result.hypotheses[0].ids, (std::vector<int32_t>{kEos}));
   // Two asked for: it waits for the second, then stops at once (the best candidate of step 2,
   // [A EOS], finished too).
-  const SearchRun two = Drive(BeamTwo(BeamStopping::kCTranslate2, 0.0f, 2));
+  const SearchRun two = Drive(BeamTwo(SearchRules::kCTranslate2, 0.0f, 2));
   EXPECT_EQ(two.steps, 2);
   ASSERT_EQ(two.result.hypotheses.size(), 2u);
   EXPECT_EQ(two.result.hypotheses[0].ids, (std::vector<int32_t>{kEos}));
   EXPECT_EQ(two.result.hypotheses[1].ids, (std::vector<int32_t>{kA, kEos}));
   // Hugging Face's rule with the same penalty does not stop at the first step.
-  EXPECT_GT(Drive(BeamTwo(BeamStopping::kHuggingFace, 0.0f, 1)).steps, 1);
+  EXPECT_GT(Drive(BeamTwo(SearchRules::kHuggingFace, 0.0f, 1)).steps, 1);
+}
+
+TEST(SearchRulesTest, AtTheLengthLimitCTranslate2KeepsTheLastTokenAndHuggingFaceEndsWithEos) {
+  const Script script = {
+      {kPad, {{kA, -0.1f}, {kEos, -2.0f}}},
+      {kA, {{kA2, -0.2f}, {kEos, -1.0f}}},
+  };
+  for (int beam : {1, 2}) {
+    DecodingOptions o = BeamTwo(SearchRules::kCTranslate2, 1.0f, 1);
+    o.beam_size = beam;
+    o.max_length = 2;
+    const SearchRun ct2 = Drive(o, script);
+    EXPECT_EQ(ct2.steps, 2) << "beam " << beam;
+    ASSERT_FALSE(ct2.result.hypotheses.empty());
+    EXPECT_EQ(ct2.result.hypotheses[0].ids, (std::vector<int32_t>{kA, kA2})) << "beam " << beam;
+    EXPECT_NEAR(ct2.result.hypotheses[0].log_prob, -0.3f, 1e-6f);
+    o.rules = SearchRules::kHuggingFace;
+    const SearchRun hf = Drive(o, script);
+    EXPECT_EQ(hf.steps, 2) << "beam " << beam;
+    ASSERT_FALSE(hf.result.hypotheses.empty());
+    EXPECT_EQ(hf.result.hypotheses[0].ids, (std::vector<int32_t>{kA, kEos})) << "beam " << beam;
+    EXPECT_NEAR(hf.result.hypotheses[0].log_prob, -0.1f, 1e-6f);
+  }
 }
 
 }  // namespace
