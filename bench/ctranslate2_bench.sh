@@ -13,23 +13,10 @@
 #              build/bench/ctranslate2/dtypes.{md,json} (this script's table with the ratios)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-kit="${1:-${CT2_KIT:-../shared/anchors/ctranslate2}}"
-rounds="${2:-3}"
-if [ ! -f "$kit/compare.py" ] || [ ! -f "$kit/build.sh" ]; then
-  echo "ctranslate2_bench: no CTranslate2 kit at $kit (compare.py, build.sh): skipped"
-  exit 0
-fi
 out=build/bench/ctranslate2
-work="${CT2_WORKDIR:-build/bench/ctranslate2-build}"
-model=build/bench/engine/opus-mt-en-de-shape
-PY=/usr/bin/python3
-mkdir -p "$out"
-"$kit/build.sh" "$work"  # idempotent: a built CTranslate2 is reused
-cmake --build build --target transerve-engine-bench >/dev/null
-if [ ! -f "$model/model.safetensors" ]; then
-  $PY tools/reference/make_random_model.py --out "$model" --d_model 512 --encoder_layers 6 \
-    --decoder_layers 6 --heads 8 --ffn 2048 --vocab 58101 --max_position_embeddings 512 --seed 1
-fi
+name=ctranslate2_bench
+# shellcheck source=ctranslate2_kit.sh
+. bench/ctranslate2_kit.sh
 rm -rf "$out/run"
 $PY "$kit/compare.py" --transerve_bench build/bin/transerve-engine-bench --model_dir "$model" \
   --workdir "$work" --rounds "$rounds" --out "$out/run" \

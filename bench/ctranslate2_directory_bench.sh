@@ -13,23 +13,10 @@
 #     results: build/bench/ctranslate2_directory/{summary.md,summary.json} (the kit's table)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-kit="${1:-${CT2_KIT:-../shared/anchors/ctranslate2}}"
-rounds="${2:-3}"
-if [ ! -f "$kit/compare.py" ] || [ ! -f "$kit/build.sh" ]; then
-  echo "ctranslate2_directory_bench: no CTranslate2 kit at $kit (compare.py, build.sh): skipped"
-  exit 0
-fi
 out=build/bench/ctranslate2_directory
-work="${CT2_WORKDIR:-build/bench/ctranslate2-build}"
-model=build/bench/engine/opus-mt-en-de-shape
-PY=/usr/bin/python3
-mkdir -p "$out"
-"$kit/build.sh" "$work"  # idempotent: a built CTranslate2 is reused
-cmake --build build --target transerve-engine-bench >/dev/null
-if [ ! -f "$model/model.safetensors" ]; then
-  $PY tools/reference/make_random_model.py --out "$model" --d_model 512 --encoder_layers 6 \
-    --decoder_layers 6 --heads 8 --ffn 2048 --vocab 58101 --max_position_embeddings 512 --seed 1
-fi
+name=ctranslate2_directory_bench
+# shellcheck source=ctranslate2_kit.sh
+. bench/ctranslate2_kit.sh
 # Where the kit keeps its conversions of this model (its own naming), made here first with the
 # kit's converter so that both engines are pointed at them from the first round.
 models="$work/models/$($PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import compare; print(compare.model_key(sys.argv[2]))' "$kit" "$model")"
