@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -62,6 +63,11 @@ absl::Status WriteWholeFile(const std::string& path, std::string_view bytes) {
   const bool closed = std::fclose(f) == 0;
   if (!written || !closed) return absl::DataLossError(absl::StrCat(path, ": write failed"));
   return absl::OkStatus();
+}
+
+bool IsRegularFile(const std::filesystem::path& path) {
+  std::error_code error;
+  return std::filesystem::is_regular_file(path, error);
 }
 
 }  // namespace transerve

@@ -12,16 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "model/core/read_file.h"
 
 namespace transerve {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool IsFile(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec);
-}
 
 // A name that stays inside the folder it is unpacked into: relative, no "." or ".." part, no
 // backslash (a Windows separator that would mean something else here), no empty part but a
@@ -113,11 +109,12 @@ absl::Status Unpack(zip_t* zip, const std::string& archive, const fs::path& into
 
 // The folder holding metadata.json: `into` itself or its one subfolder that holds it.
 absl::StatusOr<std::string> PackageFolder(const std::string& archive, const fs::path& into) {
-  if (IsFile(into / "metadata.json")) return into.string();
+  if (IsRegularFile(into / "metadata.json")) return into.string();
   std::vector<fs::path> found;
   std::error_code ec;
   for (fs::directory_iterator it(into, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->is_directory(ec) && IsFile(it->path() / "metadata.json")) found.push_back(it->path());
+    if (it->is_directory(ec) && IsRegularFile(it->path() / "metadata.json"))
+      found.push_back(it->path());
   }
   if (found.size() != 1) {
     return absl::InvalidArgumentError(
@@ -131,7 +128,7 @@ absl::StatusOr<std::string> PackageFolder(const std::string& archive, const fs::
 
 bool IsArgosPackage(const std::string& dir) {
   const fs::path d(dir);
-  return IsFile(d / "metadata.json") && IsFile(d / "model" / "model.bin");
+  return IsRegularFile(d / "metadata.json") && IsRegularFile(d / "model" / "model.bin");
 }
 
 std::string WeightsFolder(const std::string& dir) {
@@ -139,7 +136,7 @@ std::string WeightsFolder(const std::string& dir) {
 }
 
 bool IsArgosArchive(const std::string& path) {
-  return absl::EndsWith(path, ".argosmodel") && IsFile(path);
+  return absl::EndsWith(path, ".argosmodel") && IsRegularFile(path);
 }
 
 absl::StatusOr<std::string> UnpackArgosArchive(const std::string& archive, const std::string& into,

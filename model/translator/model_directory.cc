@@ -7,35 +7,28 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "model/core/read_file.h"
 #include "model/loader/ctranslate2_directory.h"
 #include "model/loader/ctranslate2_transformer.h"
 #include "model/loader/marian_loader.h"
 #include "model/translator/argos_package.h"
 
 namespace transerve {
-namespace {
 
 namespace fs = std::filesystem;
 
-bool IsFile(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec);
-}
-
-}  // namespace
-
 bool HoldsModel(const std::string& dir) {
   const fs::path d(WeightsFolder(dir));
-  if (IsFile(d / "model.bin")) {
+  if (IsRegularFile(d / "model.bin")) {
     for (const char* vocabulary : {"shared_vocabulary", "target_vocabulary"}) {
       for (const char* ext : {".json", ".txt"}) {
-        if (IsFile(d / (std::string(vocabulary) + ext))) return true;
+        if (IsRegularFile(d / (std::string(vocabulary) + ext))) return true;
       }
     }
     return false;
   }
-  return IsFile(d / "config.json") &&
-         (IsFile(d / "model.safetensors") || IsFile(d / "pytorch_model.bin"));
+  return IsRegularFile(d / "config.json") &&
+         (IsRegularFile(d / "model.safetensors") || IsRegularFile(d / "pytorch_model.bin"));
 }
 
 absl::StatusOr<MarianConfig> ReadModelConfig(const std::string& dir) {
@@ -75,7 +68,7 @@ int64_t EstimateWeightBytes(const std::string& dir) {
 }
 
 bool IsCt2Directory(const std::string& dir) {
-  return IsFile(fs::path(WeightsFolder(dir)) / "model.bin");
+  return IsRegularFile(fs::path(WeightsFolder(dir)) / "model.bin");
 }
 
 absl::StatusOr<std::unique_ptr<MarianModel>> LoadModelDirectory(
@@ -96,11 +89,11 @@ namespace {
 
 // The SentencePiece models of a CTranslate2 directory: (source, target) paths, or empty.
 std::pair<fs::path, fs::path> Ct2SentencePieceFiles(const fs::path& dir) {
-  if (IsFile(dir / "source.spm") && IsFile(dir / "target.spm")) {
+  if (IsRegularFile(dir / "source.spm") && IsRegularFile(dir / "target.spm")) {
     return {dir / "source.spm", dir / "target.spm"};
   }
   for (const fs::path& d : {dir, dir.parent_path()}) {
-    if (IsFile(d / "sentencepiece.model"))
+    if (IsRegularFile(d / "sentencepiece.model"))
       return {d / "sentencepiece.model", d / "sentencepiece.model"};
   }
   return {};
