@@ -26,16 +26,7 @@ begin_server_test argos_package
   --out "$work/ende-ct2" --quantization float32 > "$work/convert.log" || fail "convert"
 
 # Random English sentences (drawn anew each run).
-python3 - "$work/in.txt" <<'PY'
-import random, sys
-words = ("the file is open and we copy your devices to the old window where a small program "
-         "cannot save this page now because debian installs every package from its own mirror "
-         "while users read the manual").split()
-rng = random.Random()
-lines = [" ".join(rng.choice(words) for _ in range(rng.randint(2, 14))).capitalize() + "."
-         for _ in range(12)]
-open(sys.argv[1], "w").write("\n".join(lines) + "\n")
-PY
+python3 "$src/tests/testing/random_lines.py" "$work/in.txt" 12 2 14
 
 # The packages: package FOLDER FROM TO writes what argospm unpacks.
 package() {

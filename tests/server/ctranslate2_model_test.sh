@@ -26,17 +26,7 @@ for q in float32 int8; do
 done
 
 # Random English sentences (drawn anew each run) and an empty line.
-python3 - "$work/in.txt" <<'PY'
-import random, sys
-words = ("the file is open and we copy your devices to the old window where a small program "
-         "cannot save this page now because debian installs every package from its own mirror "
-         "while users read the manual").split()
-rng = random.Random()
-lines = [" ".join(rng.choice(words) for _ in range(rng.randint(2, 16))).capitalize() + "."
-         for _ in range(16)]
-lines.insert(7, "")
-open(sys.argv[1], "w").write("\n".join(lines) + "\n")
-PY
+python3 "$src/tests/testing/random_lines.py" "$work/in.txt" 16 2 16 --empty_at 7
 
 # The same weights, so the same translations under the same search: the CTranslate2 store with
 # its defaults (CTranslate2's beam rules, EOS banned at the first step) gives what the Marian

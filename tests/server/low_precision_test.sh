@@ -15,16 +15,8 @@ model="$src/tests/fixtures/tiny-marian/model"
 begin_server_test low_precision
 
 # Random sentences of the fixture's vocabulary (drawn anew each run), and an empty line.
-python3 - "$work/in.txt" <<'PY'
-import random, sys
-words = ("the file is open and we copy your devices to the old window where a small "
-         "program cannot save this page now").split()
-rng = random.Random()
-lines = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 14))).capitalize() + "."
-         for _ in range(12)]
-lines.insert(5, "")
-open(sys.argv[1], "w").write("\n".join(lines) + "\n")
-PY
+python3 "$src/tests/testing/random_lines.py" "$work/in.txt" 12 1 14 --empty_at 5 \
+  --words "the file is open and we copy your devices to the old window where a small program cannot save this page now"
 
 levels=()
 for level in avx2 avx512 avx512_vnni avx512_bf16; do
