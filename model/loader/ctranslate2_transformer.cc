@@ -2,9 +2,12 @@
 // that a spec the engine cannot compute is refused by the name of what it does not know.
 #include "model/loader/ctranslate2_transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +17,8 @@
 #include "absl/strings/str_join.h"
 #include "model/core/half.h"
 #include "model/core/logging.h"
+#include "model/loader/mapped_file.h"
+#include "model/loader/widen_floats.h"
 
 namespace transerve {
 namespace {
@@ -95,6 +100,37 @@ int64_t Elements(const std::vector<int64_t>& shape) {
   return n;
 }
 
+// dst[j] = q[j] / scale over one stored int8 or int16 row, as CTranslate2's quantizer multiplied.
+void DequantizeRow(Ct2Dtype dtype, const uint8_t* q, int64_t count, float scale, float* dst) {
+  if (dtype == Ct2Dtype::kInt8) {
+    const auto* values = reinterpret_cast<const int8_t*>(q);
+    for (int64_t j = 0; j < count; ++j) dst[j] = static_cast<float>(values[j]) / scale;
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    int16_t value;
+    std::memcpy(&value, q + 2 * j, sizeof(value));  // records are packed: no alignment
+    dst[j] = static_cast<float>(value) / scale;
+  }
+}
+
+// The first element that is not finite, or n. Blocks are tested whole (a loop that vectorises);
+// only a block that fails is searched.
+int64_t FirstNonFinite(const float* x, int64_t n) {
+  constexpr int64_t kBlock = 1024;
+  constexpr float kMax = std::numeric_limits<float>::max();
+  for (int64_t first = 0; first < n; first += kBlock) {
+    const int64_t last = std::min(n, first + kBlock);
+    bool finite = true;
+    for (int64_t i = first; i < last; ++i) finite &= std::fabs(x[i]) <= kMax;  // NaN fails too
+    if (finite) continue;
+    for (int64_t i = first; i < last; ++i) {
+      if (!std::isfinite(x[i])) return i;
+    }
+  }
+  return n;
+}
+
 // Reads the spec's variables by name (aliases resolved by Ct2ModelBin), remembering the ones
 // used.
 class SpecReader {
@@ -141,6 +177,8 @@ class SpecReader {
     Tensor out(shape);
     float* dst = out.f32();
     const int64_t n = Elements(shape);
+    const auto* bytes = reinterpret_cast<const uint8_t*>(v->data.data());
+    const std::span<const uint8_t> raw(bytes, v->data.size());
     if (v->dtype == Ct2Dtype::kInt8 || v->dtype == Ct2Dtype::kInt16) {
       const std::string scale_name = absl::StrCat(name, "_scale");
       const Ct2Variable* scale = Find(scale_name);
@@ -151,25 +189,36 @@ class SpecReader {
         return Error(scale_name, absl::StrCat("holds ", scales, " scales for ", rows, " rows"));
       }
       const int64_t per_row = rows == 0 ? 0 : n / rows;
+      const std::size_t row_bytes = static_cast<std::size_t>(per_row) * Ct2DtypeSize(v->dtype);
+      // The file's pages go back a few MiB at a time as the rows are read (their copy is `out`).
+      const int64_t rows_per_release =
+          std::max<int64_t>(1, (int64_t{4} << 20) / std::max<int64_t>(1, row_bytes));
       for (int64_t r = 0; r < rows; ++r) {
         const float s = ElementAsFloat(*scale, static_cast<size_t>(scales == 1 ? 0 : r));
         if (!std::isfinite(s) || s == 0.0f) {
           return Error(scale_name, absl::StrCat("holds ", s, " at row ", r));
         }
-        for (int64_t j = 0; j < per_row; ++j) {
-          dst[r * per_row + j] = ElementAsFloat(*v, static_cast<size_t>(r * per_row + j)) / s;
+        DequantizeRow(v->dtype, bytes + r * row_bytes, per_row, s, dst + r * per_row);
+        if ((r + 1) % rows_per_release == 0 || r + 1 == rows) {
+          const int64_t first = r + 1 - ((r % rows_per_release) + 1);
+          MappedFile::ReleasePages(raw.subspan(first * row_bytes, (r + 1 - first) * row_bytes));
         }
       }
+      MappedFile::ReleasePages(raw);  // the pages the blocks' edges shared
     } else if (v->dtype == Ct2Dtype::kInt32) {
       return Error(name, "is int32, not a weight type");
     } else {
-      for (int64_t i = 0; i < n; ++i) dst[i] = ElementAsFloat(*v, static_cast<size_t>(i));
+      const StoredFloat kind = v->dtype == Ct2Dtype::kFloat32   ? StoredFloat::kFloat32
+                               : v->dtype == Ct2Dtype::kFloat16 ? StoredFloat::kFloat16
+                                                                : StoredFloat::kBFloat16;
+      const std::size_t width = StoredFloatWidth(kind);
+      MappedFile::ConvertReleasing(raw, width, [&](std::size_t first, std::size_t count) {
+        WidenFloats(kind, bytes + first * width, count, dst + first);
+      });
     }
-    for (int64_t i = 0; i < n; ++i) {
-      if (!std::isfinite(dst[i])) {
-        return Error(
-            name, absl::StrCat("holds ", dst[i], " at element ", i, ": the weights are corrupt"));
-      }
+    if (const int64_t bad = FirstNonFinite(dst, n); bad < n) {
+      return Error(
+          name, absl::StrCat("holds ", dst[bad], " at element ", bad, ": the weights are corrupt"));
     }
     return out;
   }

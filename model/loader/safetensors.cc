@@ -3,7 +3,6 @@
 #include "model/loader/safetensors.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -16,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/loader/strict_json.h"
+#include "model/loader/widen_floats.h"
 
 namespace transerve {
 namespace {
@@ -77,16 +77,6 @@ std::optional<uint64_t> AsU64(const Json& v) {
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
-
-std::vector<float> BuildHalfTable() {
-  std::vector<float> t(65536);
-  for (uint32_t i = 0; i < 65536; ++i) t[i] = HalfToFloat(static_cast<uint16_t>(i));
-  return t;
-}
-
-uint16_t LoadU16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] | (static_cast<uint16_t>(p[1]) << 8));
 }
 
 }  // namespace
@@ -334,30 +324,11 @@ absl::Status SafetensorsFile::ReadAsFloat32(std::string_view name, std::span<flo
                                                    raw.size() / width, " elements, the buffer ",
                                                    out.size()));
   }
-  // A table makes the per-element float16 conversion a load; it is built once, thread-safely.
-  static const std::vector<float> kHalfTable = BuildHalfTable();
-  const uint8_t* bytes = raw.data();
+  const StoredFloat kind = info->dtype == "F32"   ? StoredFloat::kFloat32
+                           : info->dtype == "F16" ? StoredFloat::kFloat16
+                                                  : StoredFloat::kBFloat16;
   MappedFile::ConvertReleasing(raw, width, [&](std::size_t first, std::size_t count) {
-    if (info->dtype == "F32") {
-      if constexpr (std::endian::native == std::endian::little) {
-        std::memcpy(out.data() + first, bytes + 4 * first, 4 * count);  // may be unaligned
-      } else {
-        for (std::size_t i = first; i < first + count; ++i) {
-          const uint8_t* p = bytes + 4 * i;
-          out[i] = std::bit_cast<float>(
-              static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
-              (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24));
-        }
-      }
-    } else if (info->dtype == "F16") {
-      for (std::size_t i = first; i < first + count; ++i) {
-        out[i] = kHalfTable[LoadU16(bytes + 2 * i)];
-      }
-    } else {
-      for (std::size_t i = first; i < first + count; ++i) {
-        out[i] = BFloat16ToFloat(LoadU16(bytes + 2 * i));
-      }
-    }
+    WidenFloats(kind, raw.data() + width * first, count, out.data() + first);
   });
   return absl::OkStatus();
 }

@@ -410,6 +410,22 @@ TEST_F(Ct2TransformerTest, BrokenWeightsAreRefusedNamingTheVariable) {
     EXPECT_THAT(Refusal(b), HasSubstr("decoder/layer_0/ffn/layer_norm/gamma"));
   }
   {
+    // An infinity past the first block of the loader's finiteness scan, in a float16 store.
+    SpecBuilder b({}, 16);
+    constexpr int64_t kRows = 100;
+    std::string bytes(static_cast<size_t>(kRows * kD * 2), '\0');
+    for (size_t i = 0; i < bytes.size(); i += 2) bytes[i + 1] = 0x3C;  // 1.0
+    const uint16_t infinity = 0x7C00;
+    std::memcpy(bytes.data() + 2 * 1500, &infinity, sizeof(infinity));
+    b.Set({.name = "encoder/position_encodings/encodings",
+           .dtype = Ct2Dtype::kFloat16,
+           .shape = {kRows, kD},
+           .bytes = bytes});
+    const std::string error = Refusal(b);
+    EXPECT_THAT(error, HasSubstr("encoder/position_encodings/encodings"));
+    EXPECT_THAT(error, HasSubstr("at element 1500"));
+  }
+  {
     SpecBuilder b({.store = Ct2Dtype::kInt8}, 16);
     b.Remove("decoder/layer_0/attention/linear_2/weight_scale");
     EXPECT_THAT(Refusal(b), HasSubstr("no _scale"));
