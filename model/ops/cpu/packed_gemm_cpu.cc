@@ -52,48 +52,71 @@ int32_t QuantizeInt8(float v, float inverse) {
   return static_cast<int32_t>(std::clamp(std::nearbyint(v * inverse), -127.0f, 127.0f));
 }
 
+// Calls pack(panel, first_row, last_row) for each panel of kWidth output features, on the
+// engine's threads: a panel (its padding included) is written by one call only, so loading a
+// model packs on every core.
+template <typename PackPanel>
+void ForPanels(const PackedMatrix& p, const PackPanel& pack) {
+  const int64_t panels = p.panels.dim(0);
+  ThreadPool::Engine().ParallelFor(panels, [&](int64_t first, int64_t last) {
+    for (int64_t panel = first; panel < last; ++panel) {
+      pack(panel, panel * kWidth, std::min(p.rows, (panel + 1) * kWidth));
+    }
+  });
+}
+
 void PackFloat32(const float* src, PackedMatrix* p) {
-  const int64_t panels = p->panels.dim(0);
-  float* dst = p->panels.f32();
-  std::fill(dst, dst + panels * p->depth * kWidth, 0.0f);
-  for (int64_t n = 0; n < p->rows; ++n) {
-    float* panel = dst + (n / kWidth) * p->depth * kWidth + n % kWidth;
-    for (int64_t i = 0; i < p->cols; ++i) panel[i * kWidth] = src[n * p->cols + i];
-  }
+  ForPanels(*p, [&](int64_t panel, int64_t first_row, int64_t last_row) {
+    float* dst = p->panels.f32() + panel * p->depth * kWidth;
+    std::fill(dst, dst + p->depth * kWidth, 0.0f);
+    for (int64_t n = first_row; n < last_row; ++n) {
+      float* lane = dst + n % kWidth;
+      const float* row = src + n * p->cols;
+      for (int64_t i = 0; i < p->cols; ++i) lane[i * kWidth] = row[i];
+    }
+  });
 }
 
 void PackBFloat16(const float* src, PackedMatrix* p) {
-  const int64_t panels = p->panels.dim(0);
-  uint16_t* dst = p->panels.data<uint16_t>();
-  std::fill(dst, dst + panels * p->depth * kWidth, uint16_t{0});
-  for (int64_t n = 0; n < p->rows; ++n) {
-    uint16_t* panel = dst + (n / kWidth) * p->depth * kWidth + (n % kWidth) * 2;
-    for (int64_t i = 0; i < p->cols; ++i) {
-      panel[(i / 2) * 2 * kWidth + i % 2] = ToBf16(src[n * p->cols + i]);
+  ForPanels(*p, [&](int64_t panel, int64_t first_row, int64_t last_row) {
+    uint16_t* dst = p->panels.data<uint16_t>() + panel * p->depth * kWidth;
+    std::fill(dst, dst + p->depth * kWidth, uint16_t{0});
+    for (int64_t n = first_row; n < last_row; ++n) {
+      uint16_t* lane = dst + (n % kWidth) * 2;
+      const float* row = src + n * p->cols;
+      for (int64_t i = 0; i < p->cols; ++i) lane[(i / 2) * 2 * kWidth + i % 2] = ToBf16(row[i]);
     }
-  }
+  });
 }
 
 void PackInt8(const float* src, PackedMatrix* p) {
-  const int64_t panels = p->panels.dim(0);
-  int8_t* dst = p->panels.data<int8_t>();
-  std::fill(dst, dst + panels * p->depth * kWidth, int8_t{0});
   float* scales = p->scales.f32();
   int32_t* sums = p->column_sums.data<int32_t>();
-  std::fill(scales, scales + panels * kWidth, 0.0f);
-  std::fill(sums, sums + panels * kWidth, 0);
-  for (int64_t n = 0; n < p->rows; ++n) {
-    const float* row = src + n * p->cols;
-    const float max_abs = MaxAbs(row, p->cols);
-    const float inverse = Int8Inverse(max_abs);
-    scales[n] = Int8Scale(max_abs);
-    int8_t* panel = dst + (n / kWidth) * p->depth * kWidth + (n % kWidth) * 4;
-    for (int64_t i = 0; i < p->cols; ++i) {
-      const int32_t q = QuantizeInt8(row[i], inverse);
-      panel[(i / 4) * 4 * kWidth + i % 4] = static_cast<int8_t>(q);
-      sums[n] += q;
+  ForPanels(*p, [&](int64_t panel, int64_t first_row, int64_t last_row) {
+    int8_t* dst = p->panels.data<int8_t>() + panel * p->depth * kWidth;
+    std::fill(dst, dst + p->depth * kWidth, int8_t{0});
+    std::fill(scales + panel * kWidth, scales + (panel + 1) * kWidth, 0.0f);
+    std::fill(sums + panel * kWidth, sums + (panel + 1) * kWidth, 0);
+    // One row quantized contiguously (a loop that vectorises), then moved in quads to its lane.
+    std::vector<int8_t> quantized(static_cast<size_t>(p->depth), 0);
+    for (int64_t n = first_row; n < last_row; ++n) {
+      const float* row = src + n * p->cols;
+      const float max_abs = MaxAbs(row, p->cols);
+      const float inverse = Int8Inverse(max_abs);
+      scales[n] = Int8Scale(max_abs);
+      int32_t sum = 0;
+      for (int64_t i = 0; i < p->cols; ++i) {
+        const int32_t q = QuantizeInt8(row[i], inverse);
+        quantized[static_cast<size_t>(i)] = static_cast<int8_t>(q);
+        sum += q;
+      }
+      sums[n] = sum;
+      int8_t* lane = dst + (n % kWidth) * 4;
+      for (int64_t quad = 0; quad < p->depth / 4; ++quad) {
+        std::memcpy(lane + quad * 4 * kWidth, quantized.data() + quad * 4, 4);
+      }
     }
-  }
+  });
 }
 
 // The per-call conversions of the activation rows, kept per calling thread (each model's
