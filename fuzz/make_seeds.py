@@ -3,9 +3,9 @@
 
 safetensors: small valid files (F32, F16, BF16, scalars, metadata) and the hostile shapes the
 reader must refuse (huge header length, offsets beyond the file, overlapping and gapped tensors,
-size mismatches, NaN weights, bad JSON). spm: texts for the fixture model (first byte 0) and a
-small unigram model trained here with spm_train (first byte 1; identity normalization keeps it
-small: the fixture exercises the charsmap), whole and truncated. request:
+size mismatches, NaN weights, bad JSON). spm: texts for the fixture model (first byte 0) and
+a small unigram and a small BPE model trained here with spm_train (first byte 1; identity
+normalization keeps them small: the fixture exercises the charsmap), whole and truncated. request:
 serialized TranslateRequest messages, valid and out of range, hand-encoded in the protobuf wire
 format (Debian's python3-protobuf is not required). http_request: LibreTranslate requests in
 each body encoding, valid and hostile, with the fake backend's answers (see the fuzzer's layout).
@@ -93,13 +93,17 @@ def spm_seeds():
         with open(os.path.join(tmp, "train.txt"), "w") as f:
             for i in range(400):
                 f.write(" ".join(words[(i * 7 + j) % len(words)] for j in range(8)) + "\n")
-        subprocess.run(["spm_train", f"--input={tmp}/train.txt", f"--model_prefix={tmp}/m",
-                        "--vocab_size=30", "--model_type=unigram", "--minloglevel=2",
-                        "--hard_vocab_limit=false", "--normalization_rule_name=identity"],
-                       check=True, capture_output=True)
-        with open(os.path.join(tmp, "m.model"), "rb") as f:
-            model = f.read()
+        models = {}
+        for kind in ("unigram", "bpe"):
+            subprocess.run(["spm_train", f"--input={tmp}/train.txt", f"--model_prefix={tmp}/{kind}",
+                            "--vocab_size=30", f"--model_type={kind}", "--minloglevel=2",
+                            "--hard_vocab_limit=false", "--normalization_rule_name=identity"],
+                           check=True, capture_output=True)
+            with open(os.path.join(tmp, f"{kind}.model"), "rb") as f:
+                models[kind] = f.read()
+    model = models["unigram"]
     write("spm", "model_small", b"\x01" + model)
+    write("spm", "model_small_bpe", b"\x01" + models["bpe"])
     write("spm", "model_truncated", b"\x01" + model[: len(model) // 2])
     write("spm", "model_garbage", b"\x01" + bytes(range(256)))
 

@@ -1,7 +1,7 @@
-// Fuzz target: the SentencePiece model reader and the unigram tokenizer. The first byte picks
-// the mode: even, the rest is text encoded (and decoded) with a real model (the tiny fixture's
-// source.spm); odd, the rest is a serialized model, loaded and, when accepted, used on a short
-// text.
+// Fuzz target: the SentencePiece model reader and the unigram and BPE tokenizers. The first byte
+// picks the mode: even, the rest is text encoded (and decoded) with a real model (the tiny
+// fixture's source.spm); odd, the rest is a serialized model, loaded and, when accepted, used on a
+// short text.
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -96,11 +96,12 @@ absl::StatusOr<std::unique_ptr<SentencePieceModel>> SentencePieceModel::LoadFrom
                      " is truncated or not a SentencePiece model: it has no ",
                      proto.has_trainer_spec() ? "normalizer_spec" : "trainer_spec"));
   }
-  if (proto.trainer_spec().model_type() != spm::TrainerSpec::UNIGRAM) {
+  if (proto.trainer_spec().model_type() != spm::TrainerSpec::UNIGRAM &&
+      proto.trainer_spec().model_type() != spm::TrainerSpec::BPE) {
     return absl::InvalidArgumentError(
         absl::StrCat("unsupported SentencePiece model type ",
                      AbslView(ModelTypeName(proto.trainer_spec().model_type())), " in ",
-                     AbslView(name), "; only unigram is supported"));
+                     AbslView(name), "; only unigram and bpe are supported"));
   }
   std::unique_ptr<SentencePieceModel> model(new SentencePieceModel());
   if (absl::Status s = model->Init(proto, name); !s.ok()) return s;
@@ -177,8 +178,19 @@ absl::Status SentencePieceModel::Init(const spm::ModelProto& proto, std::string_
     }
   }
   if (matchable.empty()) return error("it has no normal pieces");
-  unigram_ =
-      UnigramModel(std::move(scores), types_, unk_id_, PieceTrie::Build(std::move(matchable)));
+  bpe_ = trainer.model_type() == spm::TrainerSpec::BPE;
+  if (bpe_) {
+    std::vector<std::pair<std::string_view, int32_t>> symbols;
+    for (size_t i = 0; i < user_defined.size(); ++i) {
+      symbols.emplace_back(user_defined[i], static_cast<int32_t>(i));
+    }
+    bpe_model_ =
+        BpeModel(std::move(scores), types_, unk_id_, PieceTrie::Build(std::move(matchable)),
+                 PieceTrie::Build(std::move(symbols)));
+  } else {
+    unigram_ =
+        UnigramModel(std::move(scores), types_, unk_id_, PieceTrie::Build(std::move(matchable)));
+  }
 
   const auto& norm_spec = proto.normalizer_spec();
   auto normalizer =
@@ -198,12 +210,12 @@ absl::Status SentencePieceModel::Init(const spm::ModelProto& proto, std::string_
 
 int32_t SentencePieceModel::PieceToId(std::string_view piece) const {
   if (auto it = reserved_ids_.find(AbslView(piece)); it != reserved_ids_.end()) return it->second;
-  const int32_t id = unigram_.trie().Find(piece);
+  const int32_t id = trie().Find(piece);
   return id >= 0 ? id : unk_id_;
 }
 
 bool SentencePieceModel::HasPiece(std::string_view piece) const {
-  return reserved_ids_.contains(AbslView(piece)) || unigram_.trie().Find(piece) >= 0;
+  return reserved_ids_.contains(AbslView(piece)) || trie().Find(piece) >= 0;
 }
 
 void SentencePieceModel::EncodeToPieces(std::string_view text,
@@ -211,7 +223,11 @@ void SentencePieceModel::EncodeToPieces(std::string_view text,
   std::string normalized;
   normalizer_.Normalize(text, &normalized);
   std::vector<UnigramModel::Span> spans;
-  unigram_.Encode(normalized, &spans);
+  if (bpe_) {
+    bpe_model_.Encode(normalized, &spans);
+  } else {
+    unigram_.Encode(normalized, &spans);
+  }
   const std::string_view norm(normalized);
   for (size_t i = 0; i < spans.size();) {
     const UnigramModel::Span& span = spans[i];

@@ -1,6 +1,7 @@
 // A SentencePiece model (.spm / .model file) read with our own protobuf code, no
 // libsentencepiece: encodes text to piece strings exactly as `spm_encode --output_format=piece`
-// and decodes pieces as SentencePieceProcessor::DecodePieces (SentencePiece 0.1.97). Unigram only.
+// and decodes pieces as SentencePieceProcessor::DecodePieces (SentencePiece 0.1.97). Unigram and
+// BPE models (model_type unigram or bpe); char and word models are refused.
 #ifndef TRANSERVE_MODEL_TOKENIZER_SENTENCEPIECE_MODEL_H_
 #define TRANSERVE_MODEL_TOKENIZER_SENTENCEPIECE_MODEL_H_
 
@@ -14,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "model/tokenizer/bpe_model.h"
 #include "model/tokenizer/normalizer.h"
 #include "model/tokenizer/unigram_model.h"
 
@@ -27,7 +29,7 @@ class ModelProto;
 class SentencePieceModel {
  public:
   // Errors (INVALID_ARGUMENT, NOT_FOUND for a missing file) name the file, e.g. "unsupported
-  // SentencePiece model type BPE in <path>; only unigram is supported".
+  // SentencePiece model type WORD in <path>; only unigram and bpe are supported".
   static absl::StatusOr<std::unique_ptr<SentencePieceModel>> LoadFromFile(const std::string& path);
   static absl::StatusOr<std::unique_ptr<SentencePieceModel>> LoadFromSerialized(
       std::string_view bytes);
@@ -69,12 +71,16 @@ class SentencePieceModel {
 
   template <typename PieceList>
   std::string DecodeImpl(const PieceList& pieces) const;
+  // The pieces text may be segmented into, by string.
+  const PieceTrie& trie() const { return bpe_ ? bpe_model_.trie() : unigram_.trie(); }
 
   std::vector<std::string> pieces_;
   std::vector<PieceType> types_;
   // CONTROL, UNKNOWN and BYTE pieces, which are never matched in text.
   absl::flat_hash_map<std::string, int32_t> reserved_ids_;
   UnigramModel unigram_;
+  BpeModel bpe_model_;
+  bool bpe_ = false;  // model_type bpe: bpe_model_ segments, else unigram_
   Normalizer normalizer_;
   std::unique_ptr<Normalizer> denormalizer_;  // only when the model has decode rules
   int32_t unk_id_ = -1;

@@ -215,12 +215,13 @@ TEST(SentencePieceModel, LongInputIsLinear) {
 
 TEST(SentencePieceModelErrors, UnsupportedModelType) {
   spm::ModelProto proto = WordsProto();
-  proto.mutable_trainer_spec()->set_model_type(spm::TrainerSpec::BPE);
+  proto.mutable_trainer_spec()->set_model_type(spm::TrainerSpec::WORD);
   auto model = SentencePieceModel::LoadFromSerialized(proto.SerializeAsString(), "m/source.spm");
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(model.status().message(),
-            "unsupported SentencePiece model type BPE in m/source.spm; only unigram is supported");
+            "unsupported SentencePiece model type WORD in m/source.spm; only unigram and bpe are "
+            "supported");
 }
 
 TEST(SentencePieceModelErrors, InvalidPieceTables) {
@@ -412,6 +413,32 @@ TEST(SentencePieceModelVsSpmTools, HandBuiltModelsAgree) {
     p = MakeModelProto(bytes);
     p.mutable_trainer_spec()->set_byte_fallback(true);
     models.emplace_back("bytes", p);
+    // BPE: merges in score order, ties to the leftmost, a merge into an UNUSED piece undone, a
+    // user-defined symbol never merged, unknown characters as bytes.
+    auto bpe = [](spm::ModelProto proto) {
+      proto.mutable_trainer_spec()->set_model_type(spm::TrainerSpec::BPE);
+      return proto;
+    };
+    const std::vector<PieceSpec> merges = {
+        {"ab", -1},        {"bc", -1},  {"ca", -1}, {"abc", -2},  {Sp("a"), -3}, {Sp("abc"), -4},
+        {Sp("ab"), -5},    {"hel", -6}, {"he", -2}, {"lo", -2.5}, {"llo", -3},   {Sp("hel"), -7},
+        {Sp("hello"), -8}, {kSp, -10},  {"a", -10}, {"b", -10},   {"c", -10},    {"h", -10},
+        {"e", -10},        {"l", -10},  {"o", -10}, {"w", -10},   {"r", -10},    {"d", -10}};
+    models.emplace_back("bpe", bpe(MakeModelProto(merges)));
+    models.emplace_back("bpe_words", bpe(WordsProto()));
+    p = bpe(MakeModelProto(merges));
+    p.mutable_pieces(3)->set_type(Type::UNUSED);   // ab (after <unk>, <s>, </s>)
+    p.mutable_pieces(13)->set_type(Type::UNUSED);  // llo
+    models.emplace_back("bpe_unused", p);
+    std::vector<PieceSpec> with_user = merges;
+    with_user.push_back({"<sep>", 0, Type::USER_DEFINED});
+    with_user.push_back({"ca<", -0.5});
+    models.emplace_back("bpe_user", bpe(MakeModelProto(with_user)));
+    std::vector<PieceSpec> with_bytes = merges;
+    for (const PieceSpec& b : BytePieceSpecs()) with_bytes.push_back(b);
+    p = bpe(MakeModelProto(with_bytes));
+    p.mutable_trainer_spec()->set_byte_fallback(true);
+    models.emplace_back("bpe_bytes", p);
   }
   const std::vector<std::string> lines = {"hello world",
                                           "   hello     world  ",
@@ -432,7 +459,11 @@ TEST(SentencePieceModelVsSpmTools, HandBuiltModelsAgree) {
                                           "\t hello",
                                           "a\xE2\x96\x81"
                                           "b",
-                                          "helloo<sep<sep>"};
+                                          "helloo<sep<sep>",
+                                          "abcabc",
+                                          "abc abca cabca",
+                                          "ca<sep>abc<sep>",
+                                          "hello hellllo helo"};
   WriteLines(dir.File("lines.txt"), lines);
   for (const auto& [name, proto] : models) {
     const std::string path = dir.File(name + ".model");

@@ -70,6 +70,14 @@ const OracleConfig kConfigs[] = {
     {"whitespace_suffix", "--treat_whitespace_as_suffix=true"},
     {"custom_rules", "--normalization_rule_tsv={rules} --denormalization_rule_tsv={decode_rules}"},
     {"full_coverage_split_digits", "--character_coverage=1.0 --split_digits=true"},
+    {"bpe", "--model_type=bpe"},
+    {"bpe_no_dummy_prefix_keep_whitespace",
+     "--model_type=bpe --add_dummy_prefix=false --remove_extra_whitespaces=false "
+     "--allow_whitespace_only_pieces=true"},
+    {"bpe_user_defined_symbols",
+     "--model_type=bpe '--user_defined_symbols=<sep>,[MASK],@@,ab,abc' '--control_symbols=<ctrl>'"},
+    {"bpe_byte_fallback_split_digits",
+     "--model_type=bpe --byte_fallback=true --character_coverage=0.98 --split_digits=true"},
 };
 
 std::string Replace(std::string s, std::string_view from, const std::string& to) {
