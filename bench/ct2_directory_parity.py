@@ -96,7 +96,8 @@ tr = ctranslate2.Translator(package + "/model", device="cpu", compute_type="floa
 res = tr.translate_batch(sources, replace_unknowns=True, max_batch_size=32, beam_size=4,
                          num_hypotheses=1, length_penalty=0.2, return_scores=True)
 vocab = {t: i for i, t in enumerate(json.load(open(package + "/model/shared_vocabulary.json")))}
-json.dump({"ids": [[vocab[t] for t in r.hypotheses[0]] for r in res]}, open(out_path, "w"))
+# replace_unknowns puts the source token in place of <unk>; one outside the vocabulary reads as -1.
+json.dump({"ids": [[vocab.get(t, -1) for t in r.hypotheses[0]] for r in res]}, open(out_path, "w"))
 """
 
 
