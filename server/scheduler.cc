@@ -20,7 +20,7 @@ struct Scheduler::Flow {
   int64_t rows_per_sentence = 1;  // its sentences' beams (one set of options per request)
   int64_t in_view = 0;            // Admit's count of its rows in the plan's view
   // Submit, or the latest admission or finish of one of its sentences: the queue's time budget
-  // runs from here.
+  // runs from here while none of its sentences is decoding.
   absl::Time last_progress;
 };
 
@@ -305,7 +305,9 @@ void Scheduler::AnswerLeavers(absl::Time now) {
   for (auto it = backlog_.begin(); it != backlog_.end();) {
     const Entry& queued = *it->second;
     absl::Status reason = LeaveReason(queued.job, now);
-    if (reason.ok() && !queued.queue_wait_seen &&
+    // A request with a sentence decoding is making progress however long that sentence takes
+    // (under a sanitizer one sentence can outlast the budget): its queued ones wait for it.
+    if (reason.ok() && !queued.queue_wait_seen && queued.flow->live_rows == 0 &&
         now - queued.flow->last_progress > options_.max_queue_wait) {
       reason = absl::ResourceExhaustedError(absl::StrCat(
           "overloaded: the request waited ", absl::FormatDuration(now - queued.flow->last_progress),
