@@ -189,22 +189,25 @@ class SpecReader {
         return Error(scale_name, absl::StrCat("holds ", scales, " scales for ", rows, " rows"));
       }
       const int64_t per_row = rows == 0 ? 0 : n / rows;
-      const std::size_t row_bytes = static_cast<std::size_t>(per_row) * Ct2DtypeSize(v->dtype);
-      // The file's pages go back a few MiB at a time as the rows are read (their copy is `out`).
-      const int64_t rows_per_release =
-          std::max<int64_t>(1, (int64_t{4} << 20) / std::max<int64_t>(1, row_bytes));
+      std::vector<float> row_scales(static_cast<size_t>(rows));
       for (int64_t r = 0; r < rows; ++r) {
         const float s = ElementAsFloat(*scale, static_cast<size_t>(scales == 1 ? 0 : r));
         if (!std::isfinite(s) || s == 0.0f) {
           return Error(scale_name, absl::StrCat("holds ", s, " at row ", r));
         }
-        DequantizeRow(v->dtype, bytes + r * row_bytes, per_row, s, dst + r * per_row);
-        if ((r + 1) % rows_per_release == 0 || r + 1 == rows) {
-          const int64_t first = r + 1 - ((r % rows_per_release) + 1);
-          MappedFile::ReleasePages(raw.subspan(first * row_bytes, (r + 1 - first) * row_bytes));
-        }
+        row_scales[static_cast<size_t>(r)] = s;
       }
-      MappedFile::ReleasePages(raw);  // the pages the blocks' edges shared
+      // Rows as the elements ConvertReleasing steps over: the file's pages go back as they are
+      // read.
+      const std::size_t row_bytes = static_cast<std::size_t>(per_row) * Ct2DtypeSize(v->dtype);
+      if (row_bytes > 0) {
+        MappedFile::ConvertReleasing(raw, row_bytes, [&](std::size_t first, std::size_t count) {
+          for (std::size_t r = first; r < first + count; ++r) {
+            DequantizeRow(v->dtype, bytes + r * row_bytes, per_row, row_scales[r],
+                          dst + static_cast<int64_t>(r) * per_row);
+          }
+        });
+      }
     } else if (v->dtype == Ct2Dtype::kInt32) {
       return Error(name, "is int32, not a weight type");
     } else {

@@ -38,7 +38,7 @@ class MappedFile {
                                const Convert& convert) {
     constexpr std::size_t kChunkBytes = std::size_t{4} << 20;
     const std::size_t elements = range.size() / width;
-    const std::size_t chunk = kChunkBytes / width;
+    const std::size_t chunk = std::max<std::size_t>(1, kChunkBytes / width);  // wide elements: one
     for (std::size_t first = 0; first < elements; first += chunk) {
       const std::size_t count = std::min(chunk, elements - first);
       convert(first, count);

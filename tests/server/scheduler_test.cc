@@ -499,6 +499,25 @@ TEST_F(SchedulerTest, SentencesQueuedPastTheBudgetAreResourceExhausted) {
   ExpectSameResult(served.result(1), (*beam_)[2], "sentence 2");
 }
 
+// The budget does not run while one of the request's sentences decodes, however long that one
+// sentence takes: its next sentence waits for it and is served, not answered RESOURCE_EXHAUSTED.
+TEST_F(SchedulerTest, OneSentenceOutlastingTheBudgetKeepsItsRequestsOthersQueued) {
+  Scheduler scheduler(translator_, {.admission = {.max_batch_sequences = 1},
+                                    .max_queue_wait = absl::Milliseconds(50)});
+  Outcomes outcomes(2);
+  Parked parked;
+  std::vector<SentenceJob> jobs;
+  jobs.push_back(ParkingJob(&outcomes, 0, &parked));
+  jobs.push_back(outcomes.Job(1, (*sources_)[1], Greedy(max_length_)));
+  ASSERT_TRUE(scheduler.Submit(std::move(jobs)).ok());
+  ASSERT_TRUE(parked.entered.WaitForNotificationWithTimeout(kWait));
+  absl::SleepFor(absl::Milliseconds(200));  // sentence 0 decoding, 4 budgets long
+  parked.release.Notify();
+  ASSERT_TRUE(outcomes.WaitForAnswers(2));
+  ExpectSameResult(outcomes.result(0), (*greedy_)[0], "sentence 0");
+  ExpectSameResult(outcomes.result(1), (*greedy_)[1], "sentence 1");
+}
+
 // A request's own sentences never spend its queue budget: a document that takes many times the
 // budget to translate, one sentence at a time, is answered in full, each sentence as alone.
 TEST_F(SchedulerTest, ARequestsOwnSentencesNeverExhaustItsQueueBudget) {
