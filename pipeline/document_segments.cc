@@ -60,12 +60,18 @@ text::AlignedTranslation ToAligned(const Translator& translator, std::string_vie
   const MarianTokenizer& tok = translator.tokenizer();
   text::AlignedTranslation t;
   t.source = std::string(model_text);
-  t.target = translator.Detokenize(h.ids);
+  const std::vector<std::string> replaced =
+      translator.UnknownReplacements(h.ids, h.alignment, model_text);
+  t.target = translator.Detokenize(h.ids, replaced);
   std::vector<std::string> pieces;
   for (int32_t id : source_ids) pieces.emplace_back(tok.SourceIdToPiece(id));
   t.source_tokens = text::PieceRanges(t.source, pieces);
   pieces.clear();
-  for (int32_t id : h.ids) pieces.emplace_back(tok.TargetIdToPiece(id));
+  for (size_t s = 0; s < h.ids.size(); ++s) {
+    pieces.emplace_back(s < replaced.size() && !replaced[s].empty()
+                            ? std::string_view(replaced[s])
+                            : tok.TargetIdToPiece(h.ids[s]));
+  }
   t.target_tokens = text::PieceRanges(t.target, pieces);
   if (h.alignment.size() == t.source_tokens.size() * t.target_tokens.size()) {
     t.weights = h.alignment;

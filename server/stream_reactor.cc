@@ -2,6 +2,7 @@
 
 #include <grpcpp/server_context.h>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <optional>
@@ -138,7 +139,13 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     // Only plain text, only the segment next in line, and only when its text is final as it
     // grows (protected spans are put back at the end).
     if (!doc.streams_by_segment() || doc.needs_alignment(seg)) return;
-    std::string text = admitted_.model->translator->Detokenize(ids);
+    // An unknown token the model replaces from the source waits for the sentence's alignment.
+    const Translator& translator = *admitted_.model->translator;
+    if (admitted_.prepared.options.replace_unknowns &&
+        std::find(ids.begin(), ids.end(), translator.tokenizer().unk_id()) != ids.end()) {
+      return;
+    }
+    std::string text = translator.Detokenize(ids);
     v1::TranslateStreamResponse msg;
     {
       absl::MutexLock lock(&mu_);

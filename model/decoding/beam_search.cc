@@ -75,7 +75,7 @@ void BeamSearch::Advance(std::span<const std::vector<TokenScore>> top, const Ten
         Hypothesis h;
         h.ids = parent.ids;
         h.ids.push_back(c.token);
-        if (options_.return_alignment) {
+        if (options_.records_alignment()) {
           h.alignment = parent.alignment;
           AppendAlignmentRow(*alignment, first_row + c.beam, source_->length(), &h.alignment);
         }
@@ -90,7 +90,7 @@ void BeamSearch::Advance(std::span<const std::vector<TokenScore>> top, const Ten
     child.ids = parent.ids;
     child.ids.push_back(c.token);
     child.sum_log_probs = c.score;
-    if (options_.return_alignment) {
+    if (options_.records_alignment()) {
       child.alignment = parent.alignment;
       AppendAlignmentRow(*alignment, first_row + c.beam, source_->length(), &child.alignment);
     }

@@ -14,7 +14,7 @@ class BeamSearch : public SentenceSearch {
              std::shared_ptr<const CrossKv> source, KvBlockPool* pool, int decoder_layers);
 
   void CollectRows(std::vector<DecoderRow>* rows) override;
-  bool wants_alignment() const override { return options_.return_alignment; }
+  bool wants_alignment() const override { return options_.records_alignment(); }
   ops::CandidateRule NextCandidates() const override;
   void Advance(std::span<const std::vector<TokenScore>> top, const Tensor* alignment,
                int64_t first_row) override;

@@ -32,9 +32,18 @@ struct DecodingOptions {
   float length_penalty = 1.0f;  // beam scores are divided by length^length_penalty
   int num_hypotheses = 1;       // n-best (beam search only; at most beam_size)
   SearchRules rules = SearchRules::kHuggingFace;  // the model's, never a request's
-  // Record each hypothesis's alignment: the last decoder layer's cross-attention weights,
-  // averaged over heads, of the step that produced each generated token.
+  // Record each hypothesis's alignment: the cross-attention weights of the step that produced
+  // each generated token (the model's alignment layer and heads, TransformerConfig).
   bool return_alignment = false;
+  // The model's, never a request's (CTranslate2's replace_unknowns, which Argos Translate sets):
+  // the alignment is recorded so that each generated unknown token can be replaced by the source
+  // piece it attends most (Translator::UnknownReplacements).
+  bool replace_unknowns = false;
+  bool records_alignment() const { return return_alignment || replace_unknowns; }
+  // The first generated token, forced with log-probability 0 (Hugging Face's
+  // forced_bos_token_id: M2M-100's and NLLB's target language code); -1: none. Per sentence, so
+  // one batch may hold several target languages.
+  int32_t forced_first_token = -1;
 };
 
 // The ids the search treats specially (from the model's config).
@@ -50,7 +59,7 @@ struct Hypothesis {
   // The sum of the generated ids' log-probabilities, before any length normalisation: divided
   // by ids.size() it is the mean log-probability, the hypothesis's confidence.
   float log_prob = 0.0f;
-  // With return_alignment: [ids.size(), source length] row-major; row s is what the step that
+  // With records_alignment(): [ids.size(), source length] row-major; row s is what the step that
   // generated ids[s] attended to (each row sums to 1). Empty otherwise.
   std::vector<float> alignment;
 };

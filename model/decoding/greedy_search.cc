@@ -25,7 +25,7 @@ void GreedySearch::Advance(std::span<const std::vector<TokenScore>> top, const T
                            int64_t first_row) {
   const TokenScore& best = top[first_row].front();
   hypothesis_.ids.push_back(best.token);
-  if (options_.return_alignment) {
+  if (options_.records_alignment()) {
     AppendAlignmentRow(*alignment, first_row, source_->length(), &hypothesis_.alignment);
   }
   hypothesis_.score += best.log_prob;

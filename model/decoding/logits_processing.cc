@@ -8,7 +8,8 @@ ops::CandidateRule RuleForStep(const DecodingOptions& options, int generated, in
   // CTranslate2 chooses the last token as any other: the hypothesis ends there without EOS.
   rule.force_eos =
       generated + 1 >= options.max_length && options.rules == SearchRules::kHuggingFace;
-  rule.ban_eos = !rule.force_eos && generated + 1 < options.min_length;
+  if (!rule.force_eos && generated == 0) rule.forced_token = options.forced_first_token;
+  rule.ban_eos = !rule.force_eos && rule.forced_token < 0 && generated + 1 < options.min_length;
   return rule;
 }
 

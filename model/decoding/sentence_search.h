@@ -21,7 +21,7 @@ class SentenceSearch {
 
   // Appends the rows this search needs in the next decoder step (one per live hypothesis).
   virtual void CollectRows(std::vector<DecoderRow>* rows) = 0;
-  // Whether the driver must pass alignment rows to Advance (DecodingOptions::return_alignment).
+  // Whether the driver must pass alignment rows to Advance (DecodingOptions::records_alignment).
   virtual bool wants_alignment() const = 0;
   // What the next step needs from each of its rows' logits: the k best tokens under the
   // step's rule (logits_processing.h). The driver computes them for every row of the batch at

@@ -54,6 +54,9 @@ bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weigh
     ops::LayerNorm(x, first.gamma, first.beta, eps, &h);
   }
   const Tensor& in = pre_norm ? h : x;
+  const int alignment_layer = config.alignment_layer < 0
+                                  ? config.decoder_layers + config.alignment_layer
+                                  : config.alignment_layer;
   for (int l = 0; l < config.decoder_layers; ++l) {
     const DecoderLayerWeights& layer = weights.decoder[l];
     const bool last = l + 1 == config.decoder_layers;
@@ -69,7 +72,7 @@ bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weigh
     ops::Linear(in, layer.cross_q.weight, layer.cross_q.bias, Activation::kIdentity, &ws->query,
                 &layer.cross_q.packed);
     ops::CrossAttention(ws->query, l, sources, config.decoder_heads, &ws->context,
-                        last ? alignment : nullptr);
+                        l == alignment_layer ? alignment : nullptr, config.alignment_heads);
     ops::Linear(ws->context, layer.cross_out.weight, layer.cross_out.bias, Activation::kIdentity,
                 &ws->projected, &layer.cross_out.packed);
     residual(layer.cross_attn_norm, layer.final_norm, false);

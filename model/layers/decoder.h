@@ -22,8 +22,8 @@ struct DecoderRow {
 void ProjectCrossKv(const TransformerWeights& weights, const Tensor& encoder_out, Tensor* kv);
 
 // Runs one step; writes the last layer's hidden states [rows, D] to *hidden and appends this
-// step to every row's cache. With `alignment`, also writes the last layer's cross-attention
-// weights averaged over heads ([rows, longest source], see ops::CrossAttention). Returns
+// step to every row's cache. With `alignment`, also writes the cross-attention weights of the
+// config's alignment layer and heads ([rows, longest source], see ops::CrossAttention). Returns
 // false, with no cache advanced, when the KV pool is full.
 bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weights,
                 std::span<const DecoderRow> rows, Workspace* workspace, Tensor* hidden,

@@ -31,6 +31,12 @@ struct TransformerConfig {
   // before each sublayer (x = x + f(LN(x))), the stack ending in its final norm.
   bool encoder_pre_norm = false;
   bool decoder_pre_norm = false;
+  // Alignments (and the unknown-token replacement built on them) are the cross-attention weights
+  // of decoder layer `alignment_layer` (negative: counted from the end) averaged over its first
+  // `alignment_heads` heads (0: every head). Marian checkpoints: the last layer, every head;
+  // CTranslate2 directories: what the spec stores (its default: the last layer, head 0).
+  int alignment_layer = -1;
+  int alignment_heads = 0;
 };
 
 struct LinearWeights {
@@ -121,5 +127,11 @@ TransformerWeights CopyWeightsTo(const TransformerWeights& weights, Device devic
 // The sinusoidal table of Marian/HF: sines in columns [0, ceil(D/2)), cosines after them, angles
 // computed in double and rounded to float.
 Tensor SinusoidalPositions(int64_t rows, int64_t dim);
+
+// M2M-100's (and NLLB-200's) table, rows [first, first + rows) of it: sines in columns
+// [0, D/2), cosines after them, frequencies 10000^(-j/(D/2 - 1)), computed in float as its
+// reference does; a zero last column for odd D, and row `padding_idx` zero. The token at index i
+// of a sequence sits at position padding_idx + 1 + i, so a loader passes first = padding_idx + 1.
+Tensor M2mSinusoidalPositions(int64_t first, int64_t rows, int64_t dim, int64_t padding_idx);
 
 }  // namespace transerve

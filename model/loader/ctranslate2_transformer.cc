@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -491,12 +493,21 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadCt2Transformer(
     if (v->has_value() && **v != 0.0)
       return r.Error(flag, absl::StrCat("is set: ", Unsupported(flag)));
   }
-  // Read, not used: a single source embedding has nothing to merge, and alignments are the
-  // engine's own (the last layer's heads averaged).
-  for (const char* name :
-       {"encoder/embeddings_merge", "embeddings_merge", "decoder/alignment_layer",
-        "decoder/alignment_heads", "alignment_layer", "alignment_heads"}) {
+  // Read, not used: a single source embedding has nothing to merge.
+  for (const char* name : {"encoder/embeddings_merge", "embeddings_merge"}) {
     if (auto v = r.Scalar(name); !v.ok()) return v.status();
+  }
+  // Which cross-attention CTranslate2 returns as attention (and replaces unknowns by): its
+  // defaults are the last layer and its first head. Both spellings are read (the short one is
+  // an alias in CTranslate2's specs), the scoped one wins.
+  std::optional<double> alignment_layer, alignment_heads;
+  for (const auto& [name, value] : {std::pair{"alignment_layer", &alignment_layer},
+                                    {"decoder/alignment_layer", &alignment_layer},
+                                    {"alignment_heads", &alignment_heads},
+                                    {"decoder/alignment_heads", &alignment_heads}}) {
+    auto v = r.Scalar(name);
+    if (!v.ok()) return v.status();
+    if (v->has_value()) *value = *v;
   }
   auto zero_start = r.Scalar("decoder/start_from_zero_embedding");
   if (!zero_start.ok()) return zero_start.status();
@@ -528,6 +539,18 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadCt2Transformer(
   t.embedding_scale = encoder->embedding_scale;
   t.encoder_pre_norm = encoder->pre_norm;
   t.decoder_pre_norm = decoder->pre_norm;
+  t.alignment_layer = static_cast<int>(alignment_layer.value_or(-1.0));
+  t.alignment_heads = static_cast<int>(alignment_heads.value_or(1.0));
+  if (t.alignment_layer < -decoder_layers || t.alignment_layer >= decoder_layers) {
+    return r.Error(
+        "decoder/alignment_layer",
+        absl::StrCat("is ", t.alignment_layer, ": the decoder has ", decoder_layers, " layers"));
+  }
+  if (t.alignment_heads < 0 || t.alignment_heads > decoder->heads) {
+    return r.Error(
+        "decoder/alignment_heads",
+        absl::StrCat("is ", t.alignment_heads, ": the decoder has ", decoder->heads, " heads"));
+  }
   t.layer_norm_eps = 1e-5f;
   if (auto it = dir.config.find("layer_norm_epsilon"); it != dir.config.end() && !it->is_null()) {
     if (!it->is_number() || !(it->get<double>() > 0.0)) {

@@ -1,5 +1,6 @@
 #include "model/loader/marian_loader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -258,6 +259,13 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(
   t.max_positions = c.max_position_embeddings;
   t.activation = c.activation;
   t.embedding_scale = c.scale_embedding ? std::sqrt(static_cast<float>(d)) : 1.0f;
+  const bool m2m = c.architecture == MarianConfig::Architecture::kM2m100;
+  t.encoder_pre_norm = m2m;
+  t.decoder_pre_norm = m2m;
+  if (m2m && d < 4) {
+    return absl::InvalidArgumentError(absl::StrCat(model_dir, "/config.json: d_model ", d,
+                                                   " is too small for M2M-100's position table"));
+  }
 
   TransformerWeights& w = model->weights;
   // Embeddings: the per-side table if stored, else the shared one (docs/marian-format.md §3).
@@ -284,9 +292,15 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(
     if (!lm_head.ok()) return lm_head.status();
     w.output.weight = *std::move(lm_head);
   }
-  auto bias = reader.Read("final_logits_bias", {c.decoder_vocab_size});
-  if (!bias.ok()) return bias.status();
-  w.output.bias = *std::move(bias);
+  if (m2m) {
+    // M2M100ForConditionalGeneration has no output bias (a stored one is not read by it either).
+    w.output.bias = Tensor({c.decoder_vocab_size});
+    std::fill(w.output.bias.f32(), w.output.bias.f32() + c.decoder_vocab_size, 0.0f);
+  } else {
+    auto bias = reader.Read("final_logits_bias", {c.decoder_vocab_size});
+    if (!bias.ok()) return bias.status();
+    w.output.bias = *std::move(bias);
+  }
   if (pack) PackTables(&w, *pack);
 
   // The position table is the one tensor sized by config.json alone, not by the file: bound it
@@ -298,17 +312,37 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(
         absl::StrCat(model_dir, "/config.json: max_position_embeddings ", c.max_position_embeddings,
                      " x d_model ", d, " is implausibly large"));
   }
-  w.encoder_positions = SinusoidalPositions(c.max_position_embeddings, d);
-  w.decoder_positions = w.encoder_positions;
-  if (auto s = UseStoredPositions(reader, weights_path, "model.encoder.embed_positions.weight",
-                                  &w.encoder_positions);
-      !s.ok()) {
-    return s;
+  if (m2m) {
+    // Its table is a buffer computed at load, never read from the file.
+    w.encoder_positions =
+        M2mSinusoidalPositions(c.pad_token_id + 1, c.max_position_embeddings, d, c.pad_token_id);
+    w.decoder_positions = w.encoder_positions;
+  } else {
+    w.encoder_positions = SinusoidalPositions(c.max_position_embeddings, d);
+    w.decoder_positions = w.encoder_positions;
   }
-  if (auto s = UseStoredPositions(reader, weights_path, "model.decoder.embed_positions.weight",
-                                  &w.decoder_positions);
-      !s.ok()) {
-    return s;
+  if (!m2m) {
+    if (auto s = UseStoredPositions(reader, weights_path, "model.encoder.embed_positions.weight",
+                                    &w.encoder_positions);
+        !s.ok()) {
+      return s;
+    }
+    if (auto s = UseStoredPositions(reader, weights_path, "model.decoder.embed_positions.weight",
+                                    &w.decoder_positions);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (m2m) {
+    // Pre-norm stacks end in their own norm.
+    if (auto s = WeightBuilder(reader, c).Norm("model.encoder.layer_norm", &w.encoder_final_norm);
+        !s.ok()) {
+      return s;
+    }
+    if (auto s = WeightBuilder(reader, c).Norm("model.decoder.layer_norm", &w.decoder_final_norm);
+        !s.ok()) {
+      return s;
+    }
   }
 
   WeightBuilder builder(reader, c);
@@ -335,8 +369,8 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(
   w.cross_kv.bias = Concat(kv_biases);
   if (pack) PackWeights(&w, *pack);
 
-  Log().info("loaded {} from {}: d_model {}, {}+{} layers, {} heads, vocab {}/{}, {}, {}",
-             model_dir, fs::path(weights_path).filename().string(), d, c.encoder_layers,
+  Log().info("loaded {} ({}) from {}: d_model {}, {}+{} layers, {} heads, vocab {}/{}, {}, {}",
+             model_dir, c.family, fs::path(weights_path).filename().string(), d, c.encoder_layers,
              c.decoder_layers, c.encoder_attention_heads, c.vocab_size, c.decoder_vocab_size,
              ActivationName(c.activation), reader.dtype_of(enc_name));
   return model;

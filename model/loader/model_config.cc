@@ -235,9 +235,13 @@ absl::StatusOr<MarianConfig> LoadMarianConfig(const std::string& config_json_pat
 
   // Checked first: another model family's config would otherwise fail on some unrelated key.
   TS_ASSIGN_OR_RETURN(std::optional<std::string> model_type, r.OptionalString("model_type"));
-  if (model_type && *model_type != "marian") {
-    return r.Error("model_type",
-                   absl::StrCat("is \"", *model_type, "\"; only \"marian\" is supported"));
+  if (model_type && *model_type == "m2m_100") {
+    c.architecture = MarianConfig::Architecture::kM2m100;
+    c.family = "m2m_100 transformer";
+  } else if (model_type && *model_type != "marian") {
+    return r.Error("model_type", absl::StrCat("is \"", *model_type,
+                                              "\"; \"marian\" and \"m2m_100\" (M2M-100, "
+                                              "NLLB-200) are supported"));
   }
   // A dead key in HF, but a file that claims pre-norm was trained pre-norm and would produce
   // garbage under the post-norm graph HF (and we) run.

@@ -35,6 +35,11 @@ struct MarianConfig {
   int32_t forced_eos_token_id = 0;  // eos_token_id when absent or null.
   // What the model is, for listings: set by the loader of the directory's format.
   std::string family = "marian transformer";
+  // config.json's model_type. kM2m100 ("m2m_100": M2M-100 and NLLB-200) differs from Marian in
+  // pre-norm blocks with a final norm per stack, offset sinusoidal positions
+  // (M2mSinusoidalPositions) and no final_logits_bias.
+  enum class Architecture { kMarian, kM2m100 };
+  Architecture architecture = Architecture::kMarian;
 };
 
 // Generation settings a checkpoint ships with. Lengths use OUR convention: counts of generated
@@ -52,6 +57,9 @@ struct GenerationDefaults {
   // When a beam search stops: Hugging Face's rule for its checkpoints, CTranslate2's for its
   // directories, so each gives what its own runtime gives.
   SearchRules search_rules = SearchRules::kHuggingFace;
+  // CTranslate2's replace_unknowns (DecodingOptions::replace_unknowns): set for Argos Translate
+  // packages, which Argos Translate translates with it.
+  bool replace_unknowns = false;
   // Token ids that may never be generated (HF bad_words_ids restricted to one-token entries).
   std::vector<int32_t> bad_words_ids;
 };

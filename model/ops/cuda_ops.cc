@@ -56,7 +56,7 @@ struct CudaAttention {
   }
   void EndRow() { row_segments.push_back(static_cast<int32_t>(segments.size())); }
   void Run(const char* op, const float* q, int64_t q_stride, int heads, int64_t d, Tensor* out,
-           float* head_mean = nullptr, int64_t mean_stride = 0) {
+           float* head_mean = nullptr, int64_t mean_stride = 0, int mean_heads = 0) {
     const TranserveCudaApi& api = RequireCuda(op);
     const int32_t rows = static_cast<int32_t>(row_segments.size()) - 1;
     PrepareOutput(out, {rows, d});
@@ -64,7 +64,7 @@ struct CudaAttention {
     CheckCuda(
         api.attend_f32(CurrentCudaStream(), q, q_stride, rows, heads, head_dim, segments.data(),
                        row_segments.data(), 1.0f / std::sqrt(static_cast<float>(head_dim)),
-                       out->f32(), d, head_mean, mean_stride),
+                       out->f32(), d, head_mean, mean_stride, mean_heads),
         api, op);
   }
 };
@@ -251,7 +251,7 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
 }
 
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
-                    Tensor* out, Tensor* head_mean_weights) {
+                    Tensor* out, Tensor* head_mean_weights, int mean_heads) {
   const int64_t d = q.dim(1);
   CudaAttention attention;
   int64_t longest = 0;
@@ -266,7 +266,7 @@ void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> 
     PrepareOutput(head_mean_weights, {static_cast<int64_t>(sources.size()), longest});
     mean = head_mean_weights->f32();
   }
-  attention.Run("CrossAttention", q.f32(), d, heads, d, out, mean, longest);
+  attention.Run("CrossAttention", q.f32(), d, heads, d, out, mean, longest, mean_heads);
 }
 
 void CopyKvBlockPrefixes(KvBlockPool& pool, std::span<const KvBlockCopy> copies) {

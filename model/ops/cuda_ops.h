@@ -41,7 +41,7 @@ void PackedSelfAttention(const Tensor& qkv, std::span<const int32_t> offsets, in
 bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache* const> caches,
                          int heads, Tensor* out);
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
-                    Tensor* out, Tensor* head_mean_weights);
+                    Tensor* out, Tensor* head_mean_weights, int mean_heads);
 void CopyKvBlockPrefixes(KvBlockPool& pool, std::span<const KvBlockCopy> copies);
 
 }  // namespace transerve::ops::cuda_ops

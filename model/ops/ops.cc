@@ -161,12 +161,17 @@ RankedRows CheckRules(std::span<const CandidateRule> rules, int64_t rows, int64_
   RankedRows ranked{std::vector<int32_t>(rules.size()), std::vector<uint8_t>(rules.size())};
   for (size_t r = 0; r < rules.size(); ++r) {
     const int64_t allowed = vocab - 1 - (rules[r].ban_eos && eos != pad ? 1 : 0);
-    if (!rules[r].force_eos && (rules[r].k < 1 || rules[r].k > allowed)) {
+    if (rules[r].forced_token >= vocab || rules[r].forced_token == pad) {
+      throw std::invalid_argument("TopKCandidates: row " + std::to_string(r) + " forces token " +
+                                  std::to_string(rules[r].forced_token) + " of a vocabulary of " +
+                                  std::to_string(vocab) + " (pad " + std::to_string(pad) + ")");
+    }
+    if (!rules[r].forced() && (rules[r].k < 1 || rules[r].k > allowed)) {
       throw std::invalid_argument("TopKCandidates: row " + std::to_string(r) + " asks for " +
                                   std::to_string(rules[r].k) + " of " + std::to_string(allowed) +
                                   " allowed tokens");
     }
-    ranked.k[r] = rules[r].force_eos ? 0 : rules[r].k;
+    ranked.k[r] = rules[r].forced() ? 0 : rules[r].k;
     ranked.ban_eos[r] = rules[r].ban_eos ? 1 : 0;
   }
   return ranked;
@@ -175,7 +180,10 @@ RankedRows CheckRules(std::span<const CandidateRule> rules, int64_t rows, int64_
 void SetForcedRows(std::span<const CandidateRule> rules, int32_t eos,
                    std::vector<std::vector<TokenScore>>* candidates) {
   for (size_t r = 0; r < rules.size(); ++r) {
-    if (rules[r].force_eos) (*candidates)[r].assign(1, TokenScore{eos, 0.0f});
+    if (rules[r].forced()) {
+      const int32_t token = rules[r].force_eos ? eos : rules[r].forced_token;
+      (*candidates)[r].assign(1, TokenScore{token, 0.0f});
+    }
   }
 }
 
@@ -208,7 +216,7 @@ void LinearTopKCandidates(const Tensor& x, const Tensor& weight, const Tensor& b
                           std::vector<std::vector<TokenScore>>* candidates) {
   const bool chunk_ranked = x.device() == Device::kCpu && packed != nullptr && !packed->empty() &&
                             std::all_of(rules.begin(), rules.end(), [](const CandidateRule& rule) {
-                              return rule.force_eos || rule.k <= kMaxChunkRankedK;
+                              return rule.forced() || rule.k <= kMaxChunkRankedK;
                             });
   if (!chunk_ranked) {
     Linear(x, weight, bias, Activation::kIdentity, logits, packed);
@@ -289,13 +297,14 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
 }
 
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
-                    Tensor* out, Tensor* head_mean_weights) {
+                    Tensor* out, Tensor* head_mean_weights, int mean_heads) {
+  mean_heads = mean_heads <= 0 ? heads : std::min(mean_heads, heads);
   if (q.device() == Device::kCuda) {
-    cuda_ops::CrossAttention(q, layer, sources, heads, out, head_mean_weights);
+    cuda_ops::CrossAttention(q, layer, sources, heads, out, head_mean_weights, mean_heads);
     return;
   }
   RequireCpu(q.device(), "CrossAttention");
-  cpu::CrossAttention(q, layer, sources, heads, out, head_mean_weights);
+  cpu::CrossAttention(q, layer, sources, heads, out, head_mean_weights, mean_heads);
 }
 
 void CopyKvBlockPrefixes(KvBlockPool& pool, std::span<const KvBlockCopy> copies) {

@@ -168,11 +168,14 @@ Tensor ToFloat16Linear(const Tensor& weight, const Tensor& bias);
 // What one row of a decoder step may choose, and how many of its best tokens it needs. Every
 // token is allowed but pad, and but EOS under ban_eos (the hypothesis is shorter than its
 // min_length); under force_eos (its max_length-th token) EOS is the only candidate, with
-// log-probability 0, whatever k says.
+// log-probability 0, whatever k says; so is forced_token when it is set (a token a model's
+// generation forces, such as M2M-100's target language as the first token).
 struct CandidateRule {
   int32_t k = 1;
   bool ban_eos = false;
   bool force_eos = false;
+  int32_t forced_token = -1;
+  bool forced() const { return force_eos || forced_token >= 0; }
 };
 
 // For each row r of `logits` ([rows, vocab], CPU or GPU): the rules[r].k allowed tokens with the
@@ -229,9 +232,10 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
 // Cross-attention for one decoder step: row r's query q[r] ([R, D]) attends its source's keys
 // and values of `layer` in *sources[r]. out -> [R, D]. With `head_mean_weights`: ->
 // [R, longest source]; row r's first sources[r]->length() entries are its attention weights
-// averaged over the heads (the rest 0) — what alignments are made of.
+// averaged over the first `mean_heads` heads (0: every head; the rest 0) — what alignments are
+// made of.
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
-                    Tensor* out, Tensor* head_mean_weights = nullptr);
+                    Tensor* out, Tensor* head_mean_weights = nullptr, int mean_heads = 0);
 
 // Makes every copy in `copies` (KvBlockCopy: the first key and value rows of one block into
 // another), in one call.

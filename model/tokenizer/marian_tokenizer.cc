@@ -222,11 +222,19 @@ void MarianTokenizer::FinishSource(std::vector<int32_t>* ids) const {
   }
 }
 
-std::string MarianTokenizer::Decode(std::span<const int32_t> ids) const {
+std::string MarianTokenizer::Decode(std::span<const int32_t> ids) const { return Decode(ids, {}); }
+
+std::string MarianTokenizer::Decode(std::span<const int32_t> ids,
+                                    std::span<const std::string> replacements) const {
   std::vector<std::string_view> pieces;
   pieces.reserve(ids.size());
   const MarianVocab& vocab = target_vocab();
-  for (const int32_t id : ids) {
+  for (size_t t = 0; t < ids.size(); ++t) {
+    const int32_t id = ids[t];
+    if (id == unk_id_ && t < replacements.size() && !replacements[t].empty()) {
+      pieces.push_back(replacements[t]);
+      continue;
+    }
     if (id == eos_id_ || id == pad_id_ || id == unk_id_ || id == bos_id_) {
       continue;  // skip_special_tokens
     }
@@ -234,6 +242,11 @@ std::string MarianTokenizer::Decode(std::span<const int32_t> ids) const {
   }
   const std::string text = target_spm_->DecodePieceViews(pieces);
   return std::string(marian_text::StripPythonWhitespace(text));
+}
+
+std::vector<std::string> MarianTokenizer::SourcePieces(std::string_view text) const {
+  if (marian_text_) return {};
+  return source_spm_->EncodeToPieces(text);
 }
 
 std::string_view MarianTokenizer::SourceIdToPiece(int32_t id) const {

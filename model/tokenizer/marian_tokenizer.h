@@ -56,6 +56,17 @@ class MarianTokenizer {
   // clean_up_tokenization_spaces: eos/pad/unk dropped, target.spm DecodePieces, str.strip().
   // Ids that no vocabulary entry has are skipped (HF would print "<unk>" for them).
   std::string Decode(std::span<const int32_t> ids) const;
+  // Decode with `replacements[t]`, where not empty, put in place of ids[t] when it is the unknown
+  // id (CTranslate2's replace_unknowns; a piece outside the vocabulary is copied as it is).
+  // `replacements` is empty or has ids.size() entries.
+  std::string Decode(std::span<const int32_t> ids, std::span<const std::string> replacements) const;
+
+  // The source pieces of `text` in the order Encode gives their ids, after the BOS when there is
+  // one: what CTranslate2 calls the source tokens. Only with Parts::marian_text false (else
+  // empty: a Marian text's ids are not one per piece).
+  std::vector<std::string> SourcePieces(std::string_view text) const;
+  // Where SourcePieces' first piece sits in Encode's ids (1 after a BOS, else 0).
+  int source_offset() const { return bos_id_ >= 0 ? 1 : 0; }
 
   // The source / target piece of `id`; the unk token for ids no entry has (as HF's
   // _convert_id_to_token).

@@ -81,6 +81,7 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadModelDirectory(
     // What Argos Translate asks CTranslate2 for, so a LibreTranslate user gets the same search.
     (*model)->generation.num_beams = 4;
     (*model)->generation.length_penalty = 0.2f;
+    (*model)->generation.replace_unknowns = true;
   }
   return model;
 }

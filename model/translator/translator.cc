@@ -205,6 +205,7 @@ DecodingOptions Translator::DefaultOptions() const {
   o.min_length = std::min(g.min_length, o.max_length);
   o.length_penalty = g.length_penalty;
   o.rules = g.search_rules;
+  o.replace_unknowns = g.replace_unknowns;
   o.num_hypotheses = std::clamp(g.num_return_sequences, 1, o.beam_size);
   return o;
 }
@@ -226,6 +227,13 @@ absl::Status Translator::ValidateOptions(const DecodingOptions& o) const {
   }
   if (!std::isfinite(o.length_penalty)) {
     return absl::InvalidArgumentError("length_penalty must be finite");
+  }
+  const int64_t target_vocab = model_->transformer.target_vocab_size;
+  if (o.forced_first_token >= target_vocab || o.forced_first_token == special_.pad ||
+      o.forced_first_token < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("forced_first_token ", o.forced_first_token, " is not a token this model ",
+                     "generates (vocabulary of ", target_vocab, ", pad ", special_.pad, ")"));
   }
   if (o.num_hypotheses < 1 || o.num_hypotheses > o.beam_size) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -252,8 +260,32 @@ absl::StatusOr<std::vector<int32_t>> Translator::Tokenize(std::string_view text,
   return ids;
 }
 
-std::string Translator::Detokenize(std::span<const int32_t> ids) const {
-  return tokenizer_ == nullptr ? std::string() : tokenizer_->Decode(ids);
+std::string Translator::Detokenize(std::span<const int32_t> ids,
+                                   std::span<const std::string> replacements) const {
+  return tokenizer_ == nullptr ? std::string() : tokenizer_->Decode(ids, replacements);
+}
+
+std::vector<std::string> Translator::UnknownReplacements(std::span<const int32_t> ids,
+                                                         std::span<const float> alignment,
+                                                         std::string_view source_text) const {
+  if (tokenizer_ == nullptr || !model_->generation.replace_unknowns || ids.empty() ||
+      alignment.size() % ids.size() != 0 ||
+      std::find(ids.begin(), ids.end(), tokenizer_->unk_id()) == ids.end()) {
+    return {};
+  }
+  const size_t source_length = alignment.size() / ids.size();
+  const std::vector<std::string> pieces = tokenizer_->SourcePieces(source_text);
+  // The pieces' positions in the source ids: after a BOS, before an EOS, and no further than
+  // the source (a truncated one holds fewer).
+  const size_t first = std::min<size_t>(tokenizer_->source_offset(), source_length);
+  const size_t count = std::min(pieces.size(), source_length - first);
+  std::vector<std::string> out(ids.size());
+  for (size_t t = 0; t < ids.size(); ++t) {
+    if (ids[t] != tokenizer_->unk_id() || count == 0) continue;
+    const float* row = alignment.data() + t * source_length + first;
+    out[t] = pieces[std::max_element(row, row + count) - row];
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<const CrossKv>>> Translator::Encode(
@@ -401,7 +433,10 @@ absl::StatusOr<std::vector<Translation>> Translator::Translate(std::span<const s
     Translation& t = translations[i];
     for (size_t h = 0; h < result.hypotheses.size(); ++h) {
       Hypothesis& hyp = result.hypotheses[h];
-      std::string text = IsEmptySource(sources[i]) ? "" : Detokenize(hyp.ids);
+      std::string text =
+          IsEmptySource(sources[i])
+              ? ""
+              : Detokenize(hyp.ids, UnknownReplacements(hyp.ids, hyp.alignment, texts[i]));
       TranslationHypothesis out{std::move(text), std::move(hyp.ids), hyp.score};
       if (h == 0) {
         t.best = std::move(out);

@@ -103,7 +103,17 @@ class Translator {
   // RESOURCE_EXHAUSTED (and no search advanced) when the KV cache is full or the device is out
   // of memory; INTERNAL when a device call failed; UNAVAILABLE once the device is lost.
   absl::Status Step(std::span<SentenceSearch* const> searches);
-  std::string Detokenize(std::span<const int32_t> ids) const;
+  // `replacements`: UnknownReplacements' answer, put in place of the unknown ids.
+  std::string Detokenize(std::span<const int32_t> ids,
+                         std::span<const std::string> replacements = {}) const;
+  // Under the model's replace_unknowns (DecodingOptions): for each unknown id in `ids`, the piece
+  // of `source_text` (the text the hypothesis's source ids were made from) that its alignment row
+  // weighs most, the first of equal weights, as CTranslate2 picks it; "" at the other positions.
+  // Empty when the model does not replace unknowns, `ids` holds none, or `alignment` is not
+  // ids.size() rows.
+  std::vector<std::string> UnknownReplacements(std::span<const int32_t> ids,
+                                               std::span<const float> alignment,
+                                               std::string_view source_text) const;
   // An empty or blank text tokenizes to EOS alone. The text APIs (Translate, the server) do not
   // decode it: its translation is the empty text, whatever the model would generate from EOS
   // alone (a trained model often invents a sentence). TranslateIds keeps the model's behaviour.

@@ -25,8 +25,15 @@ begin_server_test argos_package
 /usr/bin/python3 "$src/tools/reference/marian_to_ct2.py" --model_dir "$marian" \
   --out "$work/ende-ct2" --quantization float32 > "$work/convert.log" || fail "convert"
 
-# Random English sentences (drawn anew each run).
+# Random English sentences (drawn anew each run), and sentences whose symbols the model writes as
+# <unk> (found by hand on the shipped model), which Argos Translate's replace_unknowns fills in.
 python3 "$src/tests/testing/random_lines.py" "$work/in.txt" 12 2 14
+cat >> "$work/in.txt" <<'EOF'
+Price · 5 euros · tax included.
+Press ⌘ and C to copy the text.
+The snowman ☃ melted in the sun.
+He wrote ∑ on the board and left.
+EOF
 
 # The packages: package FOLDER FROM TO writes what argospm unpacks.
 package() {
@@ -87,6 +94,7 @@ eos = model.cfg.eos_id
 got = [json.loads(line) for line in open(got_path)]
 lines = open(lines_path).read().splitlines()
 assert len(got) == len(lines), (len(got), len(lines))
+replaced = 0
 for line, g in zip(lines, got):
     ids = g["ids"]
     pieces = sp.encode(line, out_type=str)
@@ -99,7 +107,17 @@ for line, g in zip(lines, got):
     # The score too: a source fed with an EOS Argos does not add would move it.
     if abs(g["score"] - want["score"]) > 1e-3 + 1e-3 * abs(want["score"]):
         sys.exit(f"{line!r}: score {g['score']}, Argos's pipeline gives {want['score']}")
-print(f"{len(lines)} lines: Argos's pipeline ids")
+    # The text as Argos Translate makes it: CTranslate2's replace_unknowns (an <unk> becomes the
+    # source piece its attention weighs most), then SentencePiece's decode of the pieces.
+    out = [model.tgt_vocab.tokens[i] for i in want["ids"] if i != eos]
+    out = cr.replace_unknowns(model, pieces, source, want["ids"][:len(out)], out, unk)
+    text = sp.decode([p for p in out if p != model.special.unk_token]).strip()
+    if g["text"] != text:
+        sys.exit(f"{line!r}: text {g['text']!r}, Argos's pipeline gives {text!r}")
+    replaced += unk in want["ids"]
+if replaced == 0:
+    sys.exit("no line generated <unk>: the replacement went untested")
+print(f"{len(lines)} lines: Argos's pipeline ids and texts, {replaced} with <unk> replaced")
 PY
 "$bin/transerve-translate" --model_dir="$work/repo/translate-en_de-1_0" --num_threads=2 \
   < "$work/in.txt" > "$work/want" 2> "$work/translate.log" \

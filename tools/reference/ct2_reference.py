@@ -654,8 +654,10 @@ class Ct2Model:
         self._check_off("encoder", "multi_query_attention")
         for key in ("alibi", "alibi_use_positive_positions", "scale_alibi"):
             self._check_off("decoder", key)
-        self._int_attr("decoder", "alignment_layer", -1)  # read, not needed
-        self._int_attr("decoder", "alignment_heads", 1)
+        # What CTranslate2 returns as attention and replaces unknowns by (its defaults: the
+        # last layer, its first head; 0 heads means every head).
+        self.alignment_layer = self._int_attr("decoder", "alignment_layer", -1)
+        self.alignment_heads = self._int_attr("decoder", "alignment_heads", 1)
 
         self.sides = {}
         for side in ("encoder", "decoder"):
@@ -1002,6 +1004,39 @@ class Ct2Model:
                                                                cross_probs))
             x = self._sublayer(x, layer["ffn_ln"], pre, lambda h: self._ffn("decoder", layer, h))
         return self._logits(x)
+
+
+def ct2_attention(model: Ct2Model, source: Sequence[int], ids: Sequence[int]) -> np.ndarray:
+    """The attention CTranslate2 returns for a generated hypothesis `ids` of `source`: per
+    generated token, the cross-attention of the step that produced it (the decoder fed the start
+    token and ids[:-1], teacher-forced) in the alignment layer, averaged over its first
+    alignment_heads heads; [len(ids), len(source)]."""
+    with torch.inference_mode():
+        enc_out, enc_mask = model.encode([list(source)])
+        dec = torch.tensor([[model.cfg.decoder_start_id] + list(ids[:-1])], dtype=torch.long)
+        probs: list = []
+        model.decoder_full(enc_out, enc_mask, dec, probs)
+    layer = probs[model.alignment_layer]  # one [1, H, T, S] per decoder layer
+    heads = model.alignment_heads or layer.shape[1]
+    return layer[0, :heads].mean(dim=0).float().numpy()
+
+
+def replace_unknowns(model: Ct2Model, source_pieces: Sequence[str], source: Sequence[int],
+                     ids: Sequence[int], target_pieces: Sequence[str], unk: int,
+                     first_piece: int = 0) -> List[str]:
+    """CTranslate2's replace_unknowns on a hypothesis: `target_pieces` (the pieces of `ids`)
+    with each unknown id's piece replaced by the source piece its attention row weighs most (the
+    first of equals), over the positions of `source_pieces` in `source` (from `first_piece`, after
+    a BOS)."""
+    out = list(target_pieces)
+    if unk not in ids:
+        return out
+    attention = ct2_attention(model, source, ids)
+    n = min(len(source_pieces), len(source) - first_piece)
+    for t, i in enumerate(ids):
+        if i == unk and n > 0:
+            out[t] = source_pieces[int(np.argmax(attention[t, first_piece:first_piece + n]))]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -192,7 +192,7 @@ bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache
 }
 
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
-                    Tensor* out, Tensor* head_mean_weights) {
+                    Tensor* out, Tensor* head_mean_weights, int mean_heads) {
   const int64_t d = q.dim(1);
   const int64_t rows = q.dim(0);
   const int hd = HeadDim(d, heads);
@@ -204,7 +204,7 @@ void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> 
     head_mean_weights->Resize({rows, longest});
     std::fill(head_mean_weights->f32(), head_mean_weights->f32() + rows * longest, 0.0f);
   }
-  const float head_share = 1.0f / static_cast<float>(heads);
+  const float head_share = 1.0f / static_cast<float>(mean_heads);
   ThreadPool::Engine().ParallelFor(rows, [&](int64_t first, int64_t last) {
     std::vector<float> scores;
     for (int64_t r = first; r < last; ++r) {
@@ -216,7 +216,7 @@ void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> 
         const KvSegment seg{keys + h * hd, keys + d + h * hd, source.length(), stride};
         AttendOne(q.f32() + r * d + h * hd, &seg, 1, hd, scale, out->f32() + r * d + h * hd,
                   scores.data());
-        if (head_mean_weights != nullptr) {
+        if (head_mean_weights != nullptr && h < mean_heads) {
           float* mean = head_mean_weights->f32() + r * longest;
           for (int32_t p = 0; p < source.length(); ++p) mean[p] += scores[p] * head_share;
         }

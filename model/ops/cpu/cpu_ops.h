@@ -38,7 +38,7 @@ void PackedSelfAttention(const Tensor& qkv, std::span<const int32_t> offsets, in
 bool CachedSelfAttention(const Tensor& qkv, int layer, std::span<SequenceKvCache* const> caches,
                          int heads, Tensor* out);
 void CrossAttention(const Tensor& q, int layer, std::span<const CrossKv* const> sources, int heads,
-                    Tensor* out, Tensor* head_mean_weights);
+                    Tensor* out, Tensor* head_mean_weights, int mean_heads);
 void CopyKvBlockPrefixes(KvBlockPool& pool, std::span<const KvBlockCopy> copies);
 // ops::TopKCandidates once its rules are checked and forced rows set aside: row r's k[r] best
 // tokens (none for 0), every token allowed but pad and, where ban_eos[r], eos. `candidates`

@@ -43,7 +43,7 @@ __device__ float BlockReduce(float v, float* shared, bool is_max) {
 __global__ void AttendKernel(const float* q, int64_t q_stride, int32_t heads, int32_t head_dim,
                              const TranserveCudaKvSegment* segments, const int32_t* row_segments,
                              float scale, float* out, int64_t out_stride, float* head_mean,
-                             int64_t mean_stride) {
+                             int64_t mean_stride, int32_t mean_heads) {
   // Shared: this row's scores (one per position), kWarps reduction slots, the query, and the
   // output's partial sums (kThreads).
   const int row = blockIdx.x, head = blockIdx.y;
@@ -83,7 +83,9 @@ __global__ void AttendKernel(const float* q, int64_t q_stride, int32_t heads, in
   const float inv_sum = 1.0f / BlockReduce(local_sum, reduce, false);
   for (int p = threadIdx.x; p < positions; p += kThreads) {
     scores[p] *= inv_sum;
-    if (head_mean != nullptr) atomicAdd(head_mean + row * mean_stride + p, scores[p] / heads);
+    if (head_mean != nullptr && head < mean_heads) {
+      atomicAdd(head_mean + row * mean_stride + p, scores[p] / mean_heads);
+    }
   }
   __syncthreads();
 
@@ -120,7 +122,8 @@ __global__ void AttendKernel(const float* q, int64_t q_stride, int32_t heads, in
 
 int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int32_t head_dim,
               const TranserveCudaKvSegment* segments, const int32_t* row_segments, float scale,
-              float* out, int64_t out_stride, float* head_mean, int64_t mean_stride) {
+              float* out, int64_t out_stride, float* head_mean, int64_t mean_stride,
+              int32_t mean_heads) {
   if (rows == 0) return 0;
   const int32_t total_segments = row_segments[rows];
   const size_t segment_bytes = static_cast<size_t>(total_segments) * sizeof(TranserveCudaKvSegment);
@@ -147,7 +150,8 @@ int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int
       reinterpret_cast<const int32_t*>(static_cast<const char*>(tables) + segment_bytes);
   const size_t shared = sizeof(float) * (longest + kWarps + head_dim + kThreads);
   Launch(AttendKernel, dim3(rows, heads), dim3(kThreads), shared, Stream(), q, q_stride, heads,
-         head_dim, device_segments, device_offsets, scale, out, out_stride, head_mean, mean_stride);
+         head_dim, device_segments, device_offsets, scale, out, out_stride, head_mean, mean_stride,
+         mean_heads);
   return Check(cudaGetLastError(), "attention kernel");
 }
 

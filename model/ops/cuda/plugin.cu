@@ -21,7 +21,8 @@ int AddLayerNormF32(const float* x, const float* residual, const float* gamma, c
                     int64_t rows, int64_t d, float eps, float* sum, float* out);
 int AttendF32(const float* q, int64_t q_stride, int32_t rows, int32_t heads, int32_t head_dim,
               const TranserveCudaKvSegment* segments, const int32_t* row_segments, float scale,
-              float* out, int64_t out_stride, float* head_mean, int64_t mean_stride);
+              float* out, int64_t out_stride, float* head_mean, int64_t mean_stride,
+              int32_t mean_heads);
 int EmbedF32(const float* table, const int32_t* ids, const int32_t* positions, int64_t rows,
              int64_t d, float scale, const float* position_table, float* out);
 int LinearF16W(const float* x, int64_t m, int64_t k, const void* w16, int64_t n, int activation,

@@ -12,7 +12,7 @@ extern "C" {
 
 #include <stdint.h>
 
-#define TRANSERVE_CUDA_PLUGIN_ABI 10
+#define TRANSERVE_CUDA_PLUGIN_ABI 11
 
 // What a failed call's error means for the caller (last_error_kind).
 #define TRANSERVE_CUDA_ERROR_FAILED 0         // this call failed; the device still works
@@ -90,11 +90,12 @@ typedef struct TranserveCudaApi {
   // (head_dim floats at h * head_dim), attends the positions of its segments
   // segments[row_segments[r] .. row_segments[r + 1]) (host arrays), softmax(q·kᵀ·scale)·v into
   // out + r * out_stride + h * head_dim. With head_mean (may be NULL): row r's softmax weights
-  // averaged over heads at head_mean + r * mean_stride (positions in segment order).
+  // averaged over heads 0 .. mean_heads - 1 at head_mean + r * mean_stride (positions in segment
+  // order).
   int (*attend_f32)(TranserveCudaStream* stream, const float* q, int64_t q_stride, int32_t rows,
                     int32_t heads, int32_t head_dim, const TranserveCudaKvSegment* segments,
                     const int32_t* row_segments, float scale, float* out, int64_t out_stride,
-                    float* head_mean, int64_t mean_stride);
+                    float* head_mean, int64_t mean_stride, int32_t mean_heads);
   // out[r] = table[ids[r]] * scale + position_table[positions[r]] over d columns; ids and
   // positions are host arrays of `rows` entries, already checked against the tables.
   int (*embed_f32)(TranserveCudaStream* stream, const float* table, const int32_t* ids,

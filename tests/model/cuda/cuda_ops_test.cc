@@ -146,11 +146,15 @@ TEST_F(CudaOpsTest, CrossAttentionAndItsHeadMeansMatchTheCpu) {
   const Tensor q = RandomTensor({3, d}, rng, 2.0f);
   const CrossKv* cpu_sources[] = {&a, &b, &a};
   const CrossKv* gpu_sources[] = {&ga, &gb, &ga};
-  Tensor cpu, gpu, cpu_mean, gpu_mean;
-  ops::CrossAttention(q, layer, cpu_sources, heads, &cpu, &cpu_mean);
-  ops::CrossAttention(ops::CopyTo(q, Device::kCuda), layer, gpu_sources, heads, &gpu, &gpu_mean);
-  ExpectClose(gpu, cpu, 1e-4f);
-  ExpectClose(gpu_mean, cpu_mean, 1e-5f);
+  for (const int mean_heads : {0, 1, 3}) {  // every head, CTranslate2's default, a prefix
+    SCOPED_TRACE(::testing::Message() << "mean_heads " << mean_heads);
+    Tensor cpu, gpu, cpu_mean, gpu_mean;
+    ops::CrossAttention(q, layer, cpu_sources, heads, &cpu, &cpu_mean, mean_heads);
+    ops::CrossAttention(ops::CopyTo(q, Device::kCuda), layer, gpu_sources, heads, &gpu, &gpu_mean,
+                        mean_heads);
+    ExpectClose(gpu, cpu, 1e-4f);
+    ExpectClose(gpu_mean, cpu_mean, 1e-5f);
+  }
 }
 
 TEST_F(CudaOpsTest, CachedSelfAttentionOverDeviceBlocksMatchesTheCpu) {

@@ -33,5 +33,22 @@ TEST(RuleForStep, AMinLengthAboveMaxLengthStillEndsAtMaxLength) {
   EXPECT_FALSE(RuleForStep(o, 1, 1).ban_eos);
 }
 
+// M2M-100's and NLLB's target language: the first token only, forced over a min_length ban, and
+// EOS forced at max_length still wins (Hugging Face applies its forced-EOS rule last).
+TEST(RuleForStep, AForcedFirstTokenIsTheFirstTokensOnlyCandidate) {
+  DecodingOptions o;
+  o.forced_first_token = 17;
+  o.min_length = 3;
+  EXPECT_EQ(RuleForStep(o, 0, 4).forced_token, 17);
+  EXPECT_TRUE(RuleForStep(o, 0, 4).forced());
+  EXPECT_FALSE(RuleForStep(o, 0, 4).ban_eos);
+  EXPECT_EQ(RuleForStep(o, 1, 4).forced_token, -1);
+  EXPECT_TRUE(RuleForStep(o, 1, 4).ban_eos);
+  o.max_length = 1;
+  EXPECT_TRUE(RuleForStep(o, 0, 4).force_eos);
+  EXPECT_EQ(RuleForStep(o, 0, 4).forced_token, -1);
+  EXPECT_FALSE(RuleForStep(DecodingOptions{}, 0, 1).forced());
+}
+
 }  // namespace
 }  // namespace transerve

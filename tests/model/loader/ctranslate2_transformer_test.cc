@@ -244,6 +244,8 @@ TEST_F(Ct2TransformerTest, PostNormSharedTablesMapOntoTheEngine) {
   EXPECT_EQ(t.activation, Activation::kSwish);
   EXPECT_FLOAT_EQ(t.embedding_scale, 4.0f);
   EXPECT_EQ(t.max_positions, 40);
+  EXPECT_EQ(t.alignment_layer, -1);  // the spec's: the last layer's first head
+  EXPECT_EQ(t.alignment_heads, 1);
   // The pad row after the vocabulary, shared by every table, and the start from it.
   EXPECT_EQ(t.target_vocab_size, kVocab + 1);
   const MarianConfig& c = (*model)->config;
@@ -387,6 +389,41 @@ TEST_F(Ct2TransformerTest, SettingsTheEngineDoesNotComputeAreRefused) {
   EXPECT_THAT(Refusal(SpecBuilder({}, 15), 7, "TransformerDecoderModelSpec"),
               HasSubstr("TransformerDecoderModelSpec"));
   EXPECT_THAT(Refusal(SpecBuilder({}, 15), 2), HasSubstr("revision 2"));
+}
+
+// Which attention alignments (and replaced unknowns) come from: the spec's layer and heads, its
+// defaults when absent, and values outside the decoder refused by name.
+TEST_F(Ct2TransformerTest, AlignmentLayerAndHeadsComeFromTheSpec) {
+  {
+    SpecBuilder b({}, 16);
+    b.Attribute("decoder/alignment_layer", Ct2Dtype::kInt16, 0);
+    b.Attribute("decoder/alignment_heads", Ct2Dtype::kInt16, 0);  // every head
+    b.WriteTo(dir_);
+    auto model = Load();
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_EQ((*model)->transformer.alignment_layer, 0);
+    EXPECT_EQ((*model)->transformer.alignment_heads, 0);
+  }
+  {
+    SpecBuilder b({}, 16);
+    b.Remove("decoder/alignment_layer");
+    b.Remove("decoder/alignment_heads");
+    b.WriteTo(dir_);
+    auto model = Load();
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_EQ((*model)->transformer.alignment_layer, -1);
+    EXPECT_EQ((*model)->transformer.alignment_heads, 1);
+  }
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, double>>{{"decoder/alignment_layer", 2},
+                                                   {"decoder/alignment_layer", -3},
+                                                   {"decoder/alignment_heads", 3},
+                                                   {"decoder/alignment_heads", -1}}) {
+    SCOPED_TRACE(::testing::Message() << name << " = " << value);
+    SpecBuilder b({}, 16);
+    b.Attribute(name, Ct2Dtype::kInt16, value);  // 2 layers of 2 heads
+    EXPECT_THAT(Refusal(b), HasSubstr(name));
+  }
 }
 
 TEST_F(Ct2TransformerTest, BrokenWeightsAreRefusedNamingTheVariable) {

@@ -240,12 +240,19 @@ TEST_F(ConfigTest, ActivationNames) {
   }
 }
 
-TEST_F(ConfigTest, OnlyMarianModelType) {
+TEST_F(ConfigTest, MarianAndM2m100ModelTypesOnly) {
   Json j = OpusMtEnDe();
   j["model_type"] = "bart";
-  ExpectConfigError(j, {"\"model_type\"", "\"bart\"", "only \"marian\""});
+  ExpectConfigError(j, {"\"model_type\"", "\"bart\"", "\"marian\" and \"m2m_100\""});
   j.erase("model_type");
-  EXPECT_TRUE(LoadMarianConfig(WriteConfig(j)).ok());
+  auto marian = LoadMarianConfig(WriteConfig(j));
+  ASSERT_TRUE(marian.ok()) << marian.status();
+  EXPECT_EQ(marian->architecture, MarianConfig::Architecture::kMarian);
+  j["model_type"] = "m2m_100";
+  auto m2m = LoadMarianConfig(WriteConfig(j));
+  ASSERT_TRUE(m2m.ok()) << m2m.status();
+  EXPECT_EQ(m2m->architecture, MarianConfig::Architecture::kM2m100);
+  EXPECT_EQ(m2m->family, "m2m_100 transformer");
 }
 
 TEST_F(ConfigTest, PreNormIsRejected) {

@@ -111,15 +111,20 @@ TEST(CrossAttention, EachRowAttendsItsOwnSource) {
   }
 }
 
-TEST(CrossAttention, HeadMeanWeightsAreTheHeadsSoftmaxAveraged) {
-  std::mt19937 rng(15);
+// Every head (mean_heads 0), the first head alone (CTranslate2's default alignment head), and the
+// first three.
+class CrossAttentionHeadMean : public ::testing::TestWithParam<int> {};
+
+TEST_P(CrossAttentionHeadMean, WeightsAreTheFirstHeadsSoftmaxAveraged) {
+  std::mt19937 rng(15 + GetParam());
   const int heads = 4, hd = 8, d = heads * hd, layers = 2, layer = 1;
+  const int averaged = GetParam() == 0 ? heads : GetParam();
   const CrossKv a{RandomTensor({7, layers * 2 * d}, rng, 2.0f)};
   const CrossKv b{RandomTensor({13, layers * 2 * d}, rng, 2.0f)};
   const Tensor q = RandomTensor({3, d}, rng, 2.0f);
   const CrossKv* sources[] = {&b, &a, &b};
   Tensor out, plain_out, mean;
-  ops::CrossAttention(q, layer, sources, heads, &out, &mean);
+  ops::CrossAttention(q, layer, sources, heads, &out, &mean, GetParam());
   ops::CrossAttention(q, layer, sources, heads, &plain_out);
   EXPECT_EQ(out.ToFloatVector(), plain_out.ToFloatVector());  // asking changes nothing else
   ASSERT_EQ(mean.dim(0), 3);
@@ -127,7 +132,7 @@ TEST(CrossAttention, HeadMeanWeightsAreTheHeadsSoftmaxAveraged) {
   for (int r = 0; r < 3; ++r) {
     const CrossKv& s = *sources[r];
     std::vector<double> want(s.length(), 0.0);
-    for (int h = 0; h < heads; ++h) {
+    for (int h = 0; h < averaged; ++h) {
       const float* keys = s.kv.f32() + layer * 2 * d + h * hd;
       std::vector<double> e(s.length());
       double mx = -INFINITY, sum = 0;
@@ -139,7 +144,7 @@ TEST(CrossAttention, HeadMeanWeightsAreTheHeadsSoftmaxAveraged) {
         mx = std::max(mx, e[i]);
       }
       for (double& x : e) sum += (x = std::exp(x - mx));
-      for (int i = 0; i < s.length(); ++i) want[i] += e[i] / sum / heads;
+      for (int i = 0; i < s.length(); ++i) want[i] += e[i] / sum / averaged;
     }
     double row_sum = 0;
     for (int i = 0; i < s.length(); ++i) {
@@ -150,6 +155,8 @@ TEST(CrossAttention, HeadMeanWeightsAreTheHeadsSoftmaxAveraged) {
     for (int i = s.length(); i < 13; ++i) EXPECT_EQ(mean.f32()[r * 13 + i], 0.0f);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(MeanHeads, CrossAttentionHeadMean, ::testing::Values(0, 1, 3));
 
 // With one-hot value vectors the attention output *is* the weight row, so the seed checks run
 // on the real kernel.

@@ -115,6 +115,25 @@ TEST(TopKCandidates, ForcedEosIsTheOnlyCandidateWithLogProbZero) {
   EXPECT_EQ(got[1].size(), 2u);
 }
 
+TEST(TopKCandidates, AForcedTokenIsTheOnlyCandidateWithLogProbZero) {
+  std::mt19937 rng(34);
+  const Tensor logits = testing::RandomTensor({2, 100}, rng);
+  std::uniform_int_distribution<int32_t> token(1, 98);  // not EOS (0) nor pad (99)
+  const int32_t forced = token(rng);
+  std::vector<ops::CandidateRule> rules{{4, false, false}, {4, false, false}};
+  rules[0].forced_token = forced;
+  std::vector<std::vector<TokenScore>> got;
+  ops::TopKCandidates(logits, rules, kPad, kEos, &got);
+  ASSERT_EQ(got[0].size(), 1u);
+  EXPECT_EQ(got[0][0].token, forced);
+  EXPECT_EQ(got[0][0].log_prob, 0.0f);
+  EXPECT_EQ(got[1].size(), 4u);
+  rules[0].forced_token = 100;  // outside the vocabulary
+  EXPECT_THROW(ops::TopKCandidates(logits, rules, kPad, kEos, &got), std::invalid_argument);
+  rules[0].forced_token = kPad;
+  EXPECT_THROW(ops::TopKCandidates(logits, rules, kPad, kEos, &got), std::invalid_argument);
+}
+
 TEST(TopKCandidates, EachRowIsTheSameAloneAsInABatch) {
   std::mt19937 rng(33);
   const int rows = 37, vocab = 3001;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <zip.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -16,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_replace.h"
 #include "model/translator/model_directory.h"
 #include "model/translator/translator.h"
 #include "nlohmann/json.hpp"
@@ -228,6 +230,88 @@ TEST_F(ArgosPackageTest, APackageFolderTranslatesAsItsModel) {
       Translator::Create({.model_dir = package.string(), .device = "cpu", .dtype = "float32"});
   ASSERT_FALSE(with_tokenizer.ok());
   EXPECT_THAT(std::string(with_tokenizer.status().message()), HasSubstr("no SentencePiece model"));
+}
+
+// CTranslate2's replace_unknowns, which Argos Translate asks for: each generated unknown token
+// becomes the source piece its alignment row weighs most. Random ids and alignments: the answer
+// is the piece at the row's argmax, the first of equals, and the text decodes it in place.
+TEST_F(ArgosPackageTest, UnknownTokensBecomeTheSourcePieceTheyAttendMost) {
+  const fs::path fixtures = fs::path(testing::SourceDir()) / "tests/fixtures";
+  const fs::path package = dir_ / "translate-xx_yy-1_0";
+  fs::create_directories(package);
+  fs::copy(fixtures / "ct2/marian-like/model", package / "model", fs::copy_options::recursive);
+  fs::copy(fixtures / "tiny-marian/model/source.spm", package / "sentencepiece.model");
+  WriteFile(package / "metadata.json", R"({"from_code": "en", "to_code": "de"})");
+  auto t = Translator::Create({.model_dir = package.string(), .device = "cpu", .dtype = "float32"});
+  ASSERT_TRUE(t.ok()) << t.status();
+  const Translator& translator = **t;
+  EXPECT_TRUE(translator.DefaultOptions().replace_unknowns);
+  EXPECT_TRUE(translator.DefaultOptions().records_alignment());
+  EXPECT_FALSE(translator.DefaultOptions().return_alignment);  // recorded, not returned
+  const MarianTokenizer& tok = translator.tokenizer();
+  const int32_t unk = tok.unk_id();
+  const SentencePieceModel& spm = tok.source_spm();
+
+  for (int round = 0; round < 20; ++round) {
+    // A source of random pieces, and a hypothesis of random ids with unknowns among them.
+    std::string text;
+    std::uniform_int_distribution<int> word_count(1, 12), piece(3, spm.piece_size() - 1);
+    for (int w = word_count(rng_); w > 0; --w) {
+      text += absl::StrReplaceAll(spm.IdToPiece(piece(rng_)), {{"\u2581", " "}});
+    }
+    text += " x";  // never blank
+    const std::vector<std::string> pieces = spm.EncodeToPieces(text);
+    EXPECT_EQ(tok.SourcePieces(text), pieces);
+    auto source = translator.Tokenize(text, false);
+    ASSERT_TRUE(source.ok()) << source.status();
+    const size_t source_length = source->size();
+    std::uniform_int_distribution<int> target(3, 80), length(1, 10);
+    std::bernoulli_distribution is_unknown(0.4);
+    std::vector<int32_t> ids;
+    for (int i = length(rng_); i > 0; --i) ids.push_back(is_unknown(rng_) ? unk : target(rng_));
+    ids.push_back(unk);
+    std::uniform_real_distribution<float> weight(0.0f, 1.0f);
+    std::vector<float> alignment(ids.size() * source_length);
+    for (float& a : alignment) a = weight(rng_);
+    if (round % 2 == 1) alignment[(ids.size() - 1) * source_length] = 2.0f;  // the first wins
+
+    const std::vector<std::string> got = translator.UnknownReplacements(ids, alignment, text);
+    ASSERT_EQ(got.size(), ids.size());
+    std::vector<std::string> want_pieces;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] != unk) {
+        EXPECT_EQ(got[i], "") << i;
+        want_pieces.emplace_back(tok.TargetIdToPiece(ids[i]));
+        continue;
+      }
+      size_t best = 0;
+      for (size_t p = 1; p < pieces.size(); ++p) {
+        if (alignment[i * source_length + p] > alignment[i * source_length + best]) best = p;
+      }
+      EXPECT_EQ(got[i], pieces[best]) << "position " << i << " of " << text;
+      want_pieces.push_back(pieces[best]);
+    }
+    std::string want = spm.DecodePieces(want_pieces);
+    want.erase(0, want.find_first_not_of(' '));
+    want.erase(want.find_last_not_of(' ') + 1);
+    EXPECT_EQ(translator.Detokenize(ids, got), want);
+    // Nothing to replace, or rows that do not fit the ids: nothing replaced.
+    std::vector<int32_t> known = ids;
+    std::replace(known.begin(), known.end(), unk, 5);
+    EXPECT_TRUE(translator.UnknownReplacements(known, alignment, text).empty());
+    if (ids.size() > 1) {
+      EXPECT_TRUE(
+          translator.UnknownReplacements(ids, {alignment.data(), alignment.size() - 1}, text)
+              .empty());
+    }
+  }
+  // Only an Argos package replaces: the same CTranslate2 directory on its own does not.
+  auto plain = Translator::Create({.model_dir = (package / "model").string(),
+                                   .device = "cpu",
+                                   .dtype = "float32",
+                                   .with_tokenizer = false});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE((*plain)->DefaultOptions().replace_unknowns);
 }
 
 }  // namespace
