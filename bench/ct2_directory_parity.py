@@ -95,9 +95,13 @@ tr = ctranslate2.Translator(package + "/model", device="cpu", compute_type="floa
                             inter_threads=1, intra_threads=2)
 res = tr.translate_batch(sources, replace_unknowns=True, max_batch_size=32, beam_size=4,
                          num_hypotheses=1, length_penalty=0.2, return_scores=True)
-vocab = {t: i for i, t in enumerate(json.load(open(package + "/model/shared_vocabulary.json")))}
-# replace_unknowns puts the source token in place of <unk>; one outside the vocabulary reads as -1.
-json.dump({"ids": [[vocab.get(t, -1) for t in r.hypotheses[0]] for r in res]}, open(out_path, "w"))
+# replace_unknowns puts the source piece in place of <unk>, so the pieces are compared as the
+# text Argos Translate makes of them: SentencePiece's decode, stripped.
+# A token outside the model's vocabulary is a replaced unknown.
+vocab = set(json.load(open(package + "/model/shared_vocabulary.json")))
+json.dump({"texts": [sp.decode(r.hypotheses[0]).strip() for r in res],
+           "replaced": [sum(t not in vocab for t in r.hypotheses[0]) for r in res]},
+          open(out_path, "w"))
 """
 
 
@@ -216,18 +220,24 @@ def main():
                OMP_NUM_THREADS="2")
     argos_out = os.path.join(args.out, "ct2-argos.json")
     run(["/usr/bin/python3", "-c", ARGOS_SCRIPT, package, lines_path, argos_out], env=env)
-    want = json.load(open(argos_out))["ids"]
+    argos = json.load(open(argos_out))
+    want = argos["texts"]
     proc = subprocess.run(
         [os.path.join(args.bin, "transerve-translate"), f"--model_dir={package}",
          "--dtype=float32", "--output_format=jsonl", "--num_threads=2", "--protect_spans=false",
          "--split_sentences=false"], stdin=open(lines_path), capture_output=True, check=True,
         text=True)
-    got = [[i for i in json.loads(l)["ids"] if i != args.eos_id] for l in proc.stdout.splitlines()]
+    got = [json.loads(l)["text"] for l in proc.stdout.splitlines()]
     same = sum(a == b for a, b in zip(want, got))
+    with_unknowns = [i for i, n in enumerate(argos["replaced"]) if n]
+    same_unknowns = sum(want[i] == got[i] for i in with_unknowns)
+    differing = [i for i in range(len(lines)) if want[i] != got[i]]
     results.append({"store": "argos package (float32)", "beam": 4, "sentences": len(lines),
-                    "same_ids": same})
-    print(f"Argos package beam 4, length penalty 0.2: {same}/{len(lines)} outputs with "
-          f"CTranslate2's ids as Argos Translate calls it", flush=True)
+                    "same_text": same, "lines_with_replaced_unknowns": len(with_unknowns),
+                    "same_text_with_replaced_unknowns": same_unknowns, "differing": differing})
+    print(f"Argos package beam 4, length penalty 0.2: {same}/{len(lines)} texts equal to Argos "
+          f"Translate's over CTranslate2 ({same_unknowns}/{len(with_unknowns)} of the lines where "
+          f"it replaced an unknown); differing lines {differing}", flush=True)
     # Each engine's int8 against its own float32: CTranslate2's is the bar transerve's int8 is
     # held to (how far int8 moves a translation at all).
     for engine, name in (("ct2", "CTranslate2"), ("transerve", "transerve")):

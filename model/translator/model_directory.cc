@@ -156,6 +156,12 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadCt2Tokenizer(const std::str
 absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadTokenizer(const std::string& dir,
                                                                const MarianModel& model) {
   if (IsCt2Directory(dir)) return LoadCt2Tokenizer(WeightsFolder(dir), model, IsArgosPackage(dir));
+  if (model.config.architecture == MarianConfig::Architecture::kM2m100) {
+    return absl::UnimplementedError(absl::StrCat(
+        dir,
+        ": an m2m_100 checkpoint (M2M-100, NLLB-200) loads, but its tokenizer is not read yet: "
+        "it translates token ids only (docs/m2m100-format.md section 5)"));
+  }
   return MarianTokenizer::Load(dir);
 }
 

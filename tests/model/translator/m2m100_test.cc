@@ -135,6 +135,15 @@ TEST_F(M2m100Test, BeamFourGivesTheReferenceIds) {
   EXPECT_GT(compared, 0);
 }
 
+// Until its tokenizer is read, asking for text is refused with the reason, not a missing file.
+TEST_F(M2m100Test, TextIsRefusedWithTheReason) {
+  auto t = Translator::Create(
+      {.model_dir = (*dir_ / "model").string(), .device = "cpu", .dtype = "float32"});
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(t.status().message().find("m2m_100"), std::string::npos) << t.status();
+}
+
 TEST_F(M2m100Test, AForcedTokenOutsideTheVocabularyIsRefused) {
   DecodingOptions o;
   o.forced_first_token = static_cast<int32_t>(translator_->model().transformer.target_vocab_size);
