@@ -36,6 +36,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import ct2_reference as cr  # noqa: E402
 import marian_reference as mr  # noqa: E402
 
 LAYER_NORM_EPS = 1e-5
@@ -99,18 +100,9 @@ class M2mModel:
         b, t, d = x.shape
         return x.view(b, t, heads, d // heads).transpose(1, 2)
 
-    def _attend(self, q, k, v, mask, heads, probs_out=None):
-        """Scaled dot-product attention on [B, H, T, hd]; back to [B, T, D]."""
-        hd = q.shape[-1]
-        scores = torch.matmul(q * hd ** -0.5, k.transpose(-1, -2))
-        if mask is not None:
-            scores = scores + mask
-        probs = torch.softmax(scores, dim=-1)
-        if probs_out is not None:
-            probs_out.append(probs)
-        out = torch.matmul(probs, v)
-        b, _, t, _ = out.shape
-        return out.transpose(1, 2).reshape(b, t, heads * hd)
+    # Scaled dot-product attention on [B, H, T, hd], back to [B, T, D]: the same math as the
+    # CTranslate2 reference's.
+    _attend = staticmethod(cr.Ct2Model._attend)
 
     def _self_attn(self, p: str, x, heads, mask, cache=None, t=0):
         q = self._split(self._lin(x, p + ".q_proj"), heads)
@@ -121,7 +113,7 @@ class M2mModel:
             kc[:, :, t:t + 1] = k
             vc[:, :, t:t + 1] = v
             k, v = kc[:, :, :t + 1], vc[:, :, :t + 1]
-        return self._lin(self._attend(q, k, v, mask, heads), p + ".out_proj")
+        return self._lin(self._attend(q, k, v, mask), p + ".out_proj")
 
     def _ffn(self, p: str, x):
         return self._lin(F.relu(self._lin(x, p + ".fc1")), p + ".fc2")
@@ -163,11 +155,7 @@ class M2mModel:
                  for _ in range(c.decoder_layers)]
         return {"cross": cross, "mask": mask, "self": cache, "len": 0}
 
-    def reorder(self, state: dict, rows: torch.Tensor) -> None:
-        t = state["len"]
-        for k, v in state["self"]:
-            k[:, :, :t] = k[:, :, :t].index_select(0, rows)
-            v[:, :, :t] = v[:, :, :t].index_select(0, rows)
+    reorder = mr.MarianModel.reorder  # the same self-attention caches
 
     def _decoder_layers(self, x, self_attn, cross_attn):
         c = self.cfg
@@ -191,7 +179,7 @@ class M2mModel:
         def cross_attn(i, p, h):
             q = self._split(self._lin(h, p + ".q_proj"), heads)
             ck, cv = state["cross"][i]
-            return self._lin(self._attend(q, ck, cv, state["mask"], heads), p + ".out_proj")
+            return self._lin(self._attend(q, ck, cv, state["mask"]), p + ".out_proj")
 
         logits = self._decoder_layers(x, self_attn, cross_attn)[:, 0, :]
         state["len"] = t + 1
@@ -218,7 +206,7 @@ class M2mModel:
             q = self._split(self._lin(h, p + ".q_proj"), heads)
             k = self._split(self._lin(enc_out, p + ".k_proj"), heads)
             v = self._split(self._lin(enc_out, p + ".v_proj"), heads)
-            return self._lin(self._attend(q, k, v, enc_mask, heads), p + ".out_proj")
+            return self._lin(self._attend(q, k, v, enc_mask), p + ".out_proj")
 
         return self._decoder_layers(x, self_attn, cross_attn)
 
