@@ -22,7 +22,7 @@ Tensor SinusoidalPositions(int64_t rows, int64_t dim) {
   return table;
 }
 
-Tensor M2mSinusoidalPositions(int64_t first, int64_t rows, int64_t dim, int64_t padding_idx) {
+Tensor M2mSinusoidalPositions(int64_t first, int64_t rows, int64_t dim) {
   Tensor table({rows, dim});
   const int64_t half = dim / 2;
   // The reference's float32 arithmetic: the step in double, each product and function in float.
@@ -33,8 +33,7 @@ Tensor M2mSinusoidalPositions(int64_t first, int64_t rows, int64_t dim, int64_t 
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t pos = first + r;
     float* row = out + r * dim;
-    for (int64_t j = 0; j < dim; ++j) row[j] = 0.0f;
-    if (pos == padding_idx) continue;
+    row[dim - 1] = 0.0f;  // the odd column, if any
     for (int64_t j = 0; j < half; ++j) {
       const float angle = static_cast<float>(pos) * frequency[j];
       row[j] = std::sin(angle);

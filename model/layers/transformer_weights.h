@@ -130,8 +130,9 @@ Tensor SinusoidalPositions(int64_t rows, int64_t dim);
 
 // M2M-100's (and NLLB-200's) table, rows [first, first + rows) of it: sines in columns
 // [0, D/2), cosines after them, frequencies 10000^(-j/(D/2 - 1)), computed in float as its
-// reference does; a zero last column for odd D, and row `padding_idx` zero. The token at index i
-// of a sequence sits at position padding_idx + 1 + i, so a loader passes first = padding_idx + 1.
-Tensor M2mSinusoidalPositions(int64_t first, int64_t rows, int64_t dim, int64_t padding_idx);
+// reference does; a zero last column for odd D. The token at index i of a sequence sits at
+// position padding_idx + 1 + i, so a loader passes first = padding_idx + 1 (the zeroed padding
+// row is never read).
+Tensor M2mSinusoidalPositions(int64_t first, int64_t rows, int64_t dim);
 
 }  // namespace transerve

@@ -312,16 +312,21 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(
         absl::StrCat(model_dir, "/config.json: max_position_embeddings ", c.max_position_embeddings,
                      " x d_model ", d, " is implausibly large"));
   }
+  WeightBuilder builder(reader, c);
   if (m2m) {
-    // Its table is a buffer computed at load, never read from the file.
-    w.encoder_positions =
-        M2mSinusoidalPositions(c.pad_token_id + 1, c.max_position_embeddings, d, c.pad_token_id);
+    // Its table is a buffer computed at load, never read from the file; pre-norm stacks end in
+    // their own norm.
+    w.encoder_positions = M2mSinusoidalPositions(c.pad_token_id + 1, c.max_position_embeddings, d);
     w.decoder_positions = w.encoder_positions;
+    if (auto s = builder.Norm("model.encoder.layer_norm", &w.encoder_final_norm); !s.ok()) {
+      return s;
+    }
+    if (auto s = builder.Norm("model.decoder.layer_norm", &w.decoder_final_norm); !s.ok()) {
+      return s;
+    }
   } else {
     w.encoder_positions = SinusoidalPositions(c.max_position_embeddings, d);
     w.decoder_positions = w.encoder_positions;
-  }
-  if (!m2m) {
     if (auto s = UseStoredPositions(reader, weights_path, "model.encoder.embed_positions.weight",
                                     &w.encoder_positions);
         !s.ok()) {
@@ -333,19 +338,7 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadMarianModel(
       return s;
     }
   }
-  if (m2m) {
-    // Pre-norm stacks end in their own norm.
-    if (auto s = WeightBuilder(reader, c).Norm("model.encoder.layer_norm", &w.encoder_final_norm);
-        !s.ok()) {
-      return s;
-    }
-    if (auto s = WeightBuilder(reader, c).Norm("model.decoder.layer_norm", &w.decoder_final_norm);
-        !s.ok()) {
-      return s;
-    }
-  }
 
-  WeightBuilder builder(reader, c);
   w.encoder.resize(static_cast<size_t>(c.encoder_layers));
   for (int i = 0; i < c.encoder_layers; ++i) {
     if (auto s = LoadEncoderLayer(builder, c, i, &w.encoder[i]); !s.ok()) return s;

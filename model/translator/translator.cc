@@ -269,7 +269,7 @@ std::vector<std::string> Translator::UnknownReplacements(std::span<const int32_t
                                                          std::span<const float> alignment,
                                                          std::string_view source_text) const {
   if (tokenizer_ == nullptr || !model_->generation.replace_unknowns || ids.empty() ||
-      alignment.size() % ids.size() != 0 ||
+      alignment.empty() || alignment.size() % ids.size() != 0 ||
       std::find(ids.begin(), ids.end(), tokenizer_->unk_id()) == ids.end()) {
     return {};
   }
