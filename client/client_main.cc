@@ -19,6 +19,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/admin_commands.h"
 #include "client/channel.h"
 #include "client/connection_flags.h"
@@ -181,10 +182,19 @@ int ListModels(v1::Translator::Stub* stub) {
   v1::ListModelsResponse resp;
   grpc::Status s = stub->ListModels(&ctx, v1::ListModelsRequest(), &resp);
   if (!s.ok()) return ReportError(s);
+  // Languages as "en->de", "en->de,es,it" or "de,en,fr->de,en,fr" ("?" where unknown).
+  auto languages = [](const v1::ModelInfo& m) {
+    auto side = [](const auto& many, const std::string& one) {
+      if (!many.empty()) return absl::StrJoin(many, ",");
+      return one.empty() ? std::string("?") : one;
+    };
+    return side(m.source_languages(), m.source_language()) + "->" +
+           side(m.target_languages(), m.target_language());
+  };
   for (const auto& m : resp.models()) {
     std::cout << m.name() << (m.is_default() ? " (default)" : "") << "\t" << m.architecture()
               << "\t" << m.device() << "\t" << m.dtype() << "\t"
-              << (m.loaded() ? "loaded" : "not loaded") << "\n";
+              << (m.loaded() ? "loaded" : "not loaded") << "\t" << languages(m) << "\n";
   }
   return 0;
 }

@@ -15,7 +15,7 @@ absl::StatusOr<DocumentSegments> SegmentDocument(const Translator& translator,
   auto tokenize = [&](std::string_view s, bool truncate) {
     std::string prefixed = settings.target_token;
     prefixed.append(s.data(), s.size());
-    return translator.Tokenize(prefixed, truncate);
+    return translator.Tokenize(prefixed, truncate, settings.source_token);
   };
   // The limit check tokenizes every sentence; what it tokenized is kept, so that a segment the
   // model sees as written (no stand-ins, the usual case) is not tokenized a second time.

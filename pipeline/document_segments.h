@@ -21,6 +21,7 @@ struct SegmentSettings {
   // Without sentence splitting, a segment over the limit is cut to it (else an error).
   bool truncate = false;
   std::string target_token;  // put before every segment (a multilingual model's ">>deu<<")
+  std::string source_token;  // every segment's first token (M2M-100's "__en__"), or ""
 };
 
 struct DocumentSegments {

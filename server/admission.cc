@@ -65,7 +65,7 @@ namespace {
 // What is known of a request before its model's version is at hand.
 struct Routed {
   std::string model;
-  std::string target_token;
+  LanguageTokens tokens;
   std::string split_language;  // "" = the model's source language
   std::string detected_language;
   float detected_confidence = 0;
@@ -79,19 +79,23 @@ absl::StatusOr<Routed> RouteOf(ServiceContext& context, const grpc::CallbackServ
     return absl::UnavailableError("the server is still loading its models");
   }
   Routed routed;
-  LanguageRequest languages;
-  languages.model = request.model();
-  auto target = LanguageField("target_language", request.target_language());
-  if (!target.ok()) return target.status();
-  languages.target = *target;
-  if (request.source_language() == "auto") {
+  auto detect = [&](LanguageRequest* languages) {
     const bool html = request.document().format() == v1::DocumentOptions::FORMAT_HTML;
     const auto found = text::DetectLanguages(DetectionSample(request), html, 1);
     if (!found.empty()) {
       routed.detected_language = found.front().code;
       routed.detected_confidence = found.front().confidence;
-      languages.source = found.front().code;
+      languages->source = found.front().code;
     }
+  };
+  LanguageRequest languages;
+  languages.model = request.model();
+  auto target = LanguageField("target_language", request.target_language());
+  if (!target.ok()) return target.status();
+  languages.target = *target;
+  const bool auto_source = request.source_language() == "auto";
+  if (auto_source) {
+    detect(&languages);
   } else {
     auto source = LanguageField("source_language", request.source_language());
     if (!source.ok()) return source.status();
@@ -100,8 +104,27 @@ absl::StatusOr<Routed> RouteOf(ServiceContext& context, const grpc::CallbackServ
   const auto models = context.repository->Routable();
   auto route = RouteRequest(*models, languages);
   if (!route.ok()) return route.status();
+  if (route->needs_source) {
+    // The model's sources start with their language's token: one must be named or detected.
+    const std::string& name = (*models)[route->model].name;
+    if (!auto_source) detect(&languages);
+    if (languages.source.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model '", name,
+                       "' needs the source language and the detector could not tell it: name it in "
+                       "source_language"));
+    }
+    if (!(*models)[route->model].languages.ServesSource(languages.source)) {
+      return absl::InvalidArgumentError(absl::StrCat("the text looks like '", languages.source,
+                                                     "', which model '", name,
+                                                     "' does not read: name the source language "
+                                                     "in source_language"));
+    }
+    route = RouteRequest(*models, languages);
+    if (!route.ok()) return route.status();
+  }
   routed.model = (*models)[route->model].name;
-  routed.target_token = route->target_token;
+  routed.tokens = route->tokens;
   // Sentence break rules: the source's language as asked or detected, else the model's.
   if (!languages.source.empty() && languages.source != "mul") {
     routed.split_language = languages.source;
@@ -137,7 +160,7 @@ void Admit(ServiceContext& context, const grpc::CallbackServerContext* ctx,
         const std::string& split = routed.split_language.empty() ? admitted.model->languages.source
                                                                  : routed.split_language;
         auto prepared = PrepareRequest(request, *admitted.model->translator, context.config.limits,
-                                       routed.target_token, split);
+                                       routed.tokens, split);
         if (!prepared.ok()) return done(prepared.status());
         admitted.prepared = *std::move(prepared);
         if (admitted.deadline <= absl::Now()) {

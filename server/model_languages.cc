@@ -61,8 +61,13 @@ std::vector<std::string> ModelLanguages::targets() const {
   return out;
 }
 
+bool ModelLanguages::ServesSource(std::string_view s) const {
+  if (s.empty() || source == s) return true;
+  return source == "mul" && (source_tokens.empty() || source_tokens.contains(std::string(s)));
+}
+
 bool ModelLanguages::Serves(std::string_view s, std::string_view t) const {
-  const bool source_ok = s.empty() || source == s || source == "mul";
+  const bool source_ok = ServesSource(s);
   const bool target_ok =
       target_tokens.empty() ? target == t : target_tokens.contains(std::string(t));
   return source_ok && target_ok;
@@ -71,6 +76,16 @@ bool ModelLanguages::Serves(std::string_view s, std::string_view t) const {
 std::string ModelLanguages::TokenFor(std::string_view t) const {
   const auto it = target_tokens.find(std::string(t));
   return it == target_tokens.end() ? "" : it->second;
+}
+
+LanguageTokens ModelLanguages::TokensFor(std::string_view s, std::string_view t) const {
+  LanguageTokens tokens;
+  tokens.target = TokenFor(t);
+  tokens.target_forced = target_forced;
+  if (const auto it = source_tokens.find(std::string(s)); it != source_tokens.end()) {
+    tokens.source = it->second;
+  }
+  return tokens;
 }
 
 absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
@@ -97,6 +112,23 @@ absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
   auto read = ReadModelLanguages(model_dir, pair);
   if (!read.ok()) return read.status();
   ModelLanguages l = *std::move(read);
+  if (!tok.language_tokens().empty()) {
+    // Codes in the tokenizer's order; of several for one language (zho_Hans, zho_Hant) the first.
+    for (const std::string& token : tok.language_tokens()) {
+      std::string_view code = token;
+      if (code.starts_with("__") && code.ends_with("__") && code.size() > 4) {
+        code = code.substr(2, code.size() - 4);
+      }
+      const std::string lang = text::CanonicalLanguage(code);
+      if (lang.empty()) continue;
+      l.source_tokens.emplace(lang, token);
+      l.target_tokens.emplace(lang, token);
+    }
+    l.source = "mul";
+    l.target = "mul";
+    l.target_forced = true;
+    return l;
+  }
   for (int64_t id = 0; id < tok.target_vocab_size(); ++id) {
     const std::string_view piece = tok.TargetIdToPiece(static_cast<int32_t>(id));
     const std::string lang = text::TargetTokenLanguage(piece);

@@ -2,7 +2,8 @@
 // pair instead of a model: from the operator's flag, the model's tokenizer_config.json
 // (source_lang / target_lang), an Argos Translate package's metadata.json (from_code / to_code),
 // or an OPUS-MT directory name (opus-mt-SRC-TGT), in that order;
-// a multilingual model's target languages from its >>xx<< vocabulary tokens.
+// a multilingual model's target languages from its >>xx<< vocabulary tokens, or both sides'
+// languages from an M2M-100 / NLLB-200 tokenizer's language codes.
 #pragma once
 
 #include <map>
@@ -15,18 +16,35 @@
 
 namespace transerve {
 
+// How a request tells a multilingual model its languages.
+struct LanguageTokens {
+  std::string target;          // the target's token (">>deu<<", "deu_Latn"), or ""
+  bool target_forced = false;  // forced as the first generated token, not put before the text
+  std::string source;          // a source's first token ("eng_Latn"), or ""
+};
+
 struct ModelLanguages {
   std::string source;  // canonical (text::CanonicalLanguage); "mul" any; "" unknown
   std::string target;  // canonical; "mul" several (see target_tokens); "" unknown
   // A multilingual model's target languages and the token that asks for each (">>deu<<").
   std::map<std::string, std::string> target_tokens;
+  // A model whose sources start with their language's token (M2M-100, NLLB-200): each source
+  // language and its token; it forces the target's token first. Empty for other models.
+  std::map<std::string, std::string> source_tokens;
+  bool target_forced = false;
 
   // Every language this model translates into.
   std::vector<std::string> targets() const;
+  // Whether it translates from `source` (canonical; "": any).
+  bool ServesSource(std::string_view source) const;
   // Whether it translates `source` into `target` (canonical codes; "" source: any).
   bool Serves(std::string_view source, std::string_view target) const;
   // The token to put before a text for `target` ("" when the model needs none).
   std::string TokenFor(std::string_view target) const;
+  // The tokens for the pair (each "" where the model needs none or does not know the language).
+  LanguageTokens TokensFor(std::string_view source, std::string_view target) const;
+  // Whether a request must say its source language (or have it detected) for this model.
+  bool NeedsSource() const { return !source_tokens.empty(); }
 };
 
 // `pair` is the operator's "SRC-TGT" for this model ("" when not given). INVALID_ARGUMENT when

@@ -9,6 +9,10 @@ namespace {
 
 std::string Pair(const ModelLanguages& l) {
   auto code = [](const std::string& c) { return c.empty() ? std::string("?") : c; };
+  constexpr size_t kListed = 12;  // more are counted, so an error stays readable
+  if (l.target_tokens.size() > kListed) {
+    return absl::StrCat(code(l.source), "-{", l.target_tokens.size(), " languages}");
+  }
   if (!l.target_tokens.empty()) {
     return absl::StrCat(code(l.source), "-{", absl::StrJoin(l.targets(), ","), "}");
   }
@@ -27,8 +31,20 @@ std::string Shown(const std::string& s) {
   return absl::StrCat(absl::CHexEscape(s.substr(0, kShown)), s.size() > kShown ? "..." : "");
 }
 
-Route RouteTo(const std::vector<RoutableModel>& models, size_t i, const std::string& target) {
-  return Route{i, target.empty() ? "" : models[i].languages.TokenFor(target)};
+absl::StatusOr<Route> RouteTo(const std::vector<RoutableModel>& models, size_t i,
+                              const LanguageRequest& request) {
+  const ModelLanguages& l = models[i].languages;
+  Route route;
+  route.model = i;
+  route.tokens = l.TokensFor(request.source, request.target);
+  route.target_token = route.tokens.target;
+  if (l.target_forced && route.tokens.target.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", models[i].name, "' translates into ",
+                                                   l.target_tokens.size(),
+                                                   " languages: name one in target_language"));
+  }
+  route.needs_source = l.NeedsSource() && route.tokens.source.empty();
+  return route;
 }
 
 }  // namespace
@@ -42,25 +58,24 @@ absl::StatusOr<Route> RouteRequest(const std::vector<RoutableModel>& models,
       // A model whose files do not say its languages is taken at the caller's word.
       const bool target_ok =
           request.target.empty() || l.target.empty() || l.Serves("", request.target);
-      const bool source_ok = request.source.empty() || l.source.empty() ||
-                             l.source == request.source || l.source == "mul";
+      const bool source_ok = l.source.empty() || l.ServesSource(request.source);
       if (!target_ok || !source_ok) {
         return absl::InvalidArgumentError(
             absl::StrCat("model '", models[i].name, "' translates ", Pair(l), ", not ",
                          request.source.empty() ? "?" : request.source, "-",
                          request.target.empty() ? "?" : request.target));
       }
-      return RouteTo(models, i, request.target);
+      return RouteTo(models, i, request);
     }
     return absl::NotFoundError(absl::StrCat("unknown model '", Shown(request.model),
                                             "'; this server serves: ", Served(models)));
   }
   if (request.target.empty()) {
-    if (request.source.empty()) return Route{0, ""};
+    if (request.source.empty()) return RouteTo(models, 0, request);
     // A named source only: the default model if it reads that language, else the first that does.
     for (size_t i = 0; i < models.size(); ++i) {
-      const std::string& s = models[i].languages.source;
-      if (s == request.source || s == "mul") return Route{i, ""};
+      const ModelLanguages& l = models[i].languages;
+      if (l.ServesSource(request.source)) return RouteTo(models, i, request);
     }
     return absl::NotFoundError(absl::StrCat("no model translates from '", request.source,
                                             "'; this server serves: ", Served(models)));
@@ -70,7 +85,7 @@ absl::StatusOr<Route> RouteRequest(const std::vector<RoutableModel>& models,
     for (size_t i = 0; i < models.size(); ++i) {
       const ModelLanguages& l = models[i].languages;
       if ((pass == 0) != l.target_tokens.empty()) continue;
-      if (l.Serves(request.source, request.target)) return RouteTo(models, i, request.target);
+      if (l.Serves(request.source, request.target)) return RouteTo(models, i, request);
     }
   }
   return absl::NotFoundError(

@@ -25,12 +25,18 @@ struct LanguageRequest {
 struct Route {
   size_t model = 0;          // index into the models
   std::string target_token;  // put before every segment ("" for a bilingual model)
+  // How the request's languages reach the model (tokens.target is target_token).
+  LanguageTokens tokens;
+  // The model needs a source language the request did not name (ModelLanguages::NeedsSource):
+  // the caller detects one and routes again with it.
+  bool needs_source = false;
 };
 
 // NOT_FOUND: no model of that name, or none for the pair (the message lists what is served);
 // INVALID_ARGUMENT: the named model does not serve the named pair. With no model and no target
 // language, the first (default) model, unless a source language is named that it does not
-// translate from and another model does. `models` must not be empty.
+// translate from and another model does. `models` must not be empty. INVALID_ARGUMENT: a model
+// that forces the target's token is asked for no target language.
 absl::StatusOr<Route> RouteRequest(const std::vector<RoutableModel>& models,
                                    const LanguageRequest& request);
 

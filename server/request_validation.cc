@@ -78,7 +78,7 @@ absl::StatusOr<text::DocumentOptions> ResolveDocumentOptions(const v1::Translate
 absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& request,
                                                const Translator& translator,
                                                const RequestLimits& limits,
-                                               const std::string& target_token,
+                                               const LanguageTokens& languages,
                                                const std::string& source_language) {
   if (request.texts().empty()) {
     return absl::InvalidArgumentError("texts is empty: give at least one text to translate");
@@ -92,14 +92,23 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& reque
   auto options = ResolveOptions(request.options(), translator, limits);
   if (!options.ok()) return options.status();
   prepared.options = *options;
+  SegmentSettings settings;
+  if (languages.target_forced && !languages.target.empty()) {
+    prepared.options.forced_first_token = translator.tokenizer().LanguageTokenId(languages.target);
+    if (prepared.options.forced_first_token < 0) {
+      return absl::InternalError(absl::StrCat("the model has no token for its target language \"",
+                                              languages.target, "\""));
+    }
+  } else {
+    settings.target_token = languages.target;
+  }
+  settings.source_token = languages.source;
   prepared.return_scores = request.options().return_scores();
   auto document_options = ResolveDocumentOptions(request, limits);
   if (!document_options.ok()) return document_options.status();
   if (!source_language.empty()) document_options->language = source_language;
-  SegmentSettings settings;
   settings.max_source_tokens = limits.max_source_tokens;
   settings.truncate = request.options().truncate();
-  settings.target_token = target_token;
   prepared.texts.reserve(request.texts_size());
   for (int i = 0; i < request.texts_size(); ++i) {
     const std::string& text = request.texts(i);

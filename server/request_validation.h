@@ -13,6 +13,7 @@
 #include "model/decoding/decoding_options.h"
 #include "model/translator/translator.h"
 #include "pipeline/document_segments.h"
+#include "server/model_languages.h"
 #include "text/document.h"
 #include "transerve/v1/translator.pb.h"
 
@@ -57,11 +58,12 @@ absl::StatusOr<DecodingOptions> ResolveOptions(const v1::DecodingOptions& reques
 // INVALID_ARGUMENT: no texts, too many texts, a text too long, invalid UTF-8, too many
 // segments, a segment over the token limit (only with sentence splitting off), bad options.
 // Segments and tokenizes every text (Translator::Tokenize is const and thread-safe).
-// `target_token` goes before every segment (a multilingual model's target language).
+// `languages` tell a multilingual model the pair: a target token goes before every segment or
+// is forced first, a source token starts every source.
 absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& request,
                                                const Translator& translator,
                                                const RequestLimits& limits,
-                                               const std::string& target_token = "",
+                                               const LanguageTokens& languages = {},
                                                const std::string& source_language = "");
 
 }  // namespace transerve

@@ -151,6 +151,19 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> MarianTokenizer::FromParts(Part
   if (parts.bos_token) {
     if (auto s = find(*parts.bos_token, &tok->bos_id_); !s.ok()) return s;
   }
+  for (const std::string& token : parts.language_tokens) {
+    const int32_t id = tok->source_vocab_.Find(token);
+    if (id < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the vocabulary has no entry for the language token \"", token, "\""));
+    }
+    tok->hidden_ids_.push_back(id);
+  }
+  tok->language_tokens_ = std::move(parts.language_tokens);
+  for (const std::string& token : parts.hidden_tokens) {
+    if (const int32_t id = tok->source_vocab_.Find(token); id >= 0) tok->hidden_ids_.push_back(id);
+  }
+  std::sort(tok->hidden_ids_.begin(), tok->hidden_ids_.end());
   return tok;
 }
 
@@ -214,6 +227,29 @@ absl::StatusOr<std::vector<int32_t>> MarianTokenizer::Encode(std::string_view te
   return ids;
 }
 
+absl::StatusOr<std::vector<int32_t>> MarianTokenizer::Encode(
+    std::string_view text, std::string_view language_token) const {
+  if (language_token.empty()) return Encode(text);
+  const int32_t code = LanguageTokenId(language_token);
+  if (code < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", std::string(language_token), "\" is not one of this model's language tokens"));
+  }
+  auto ids = Encode(text);
+  if (!ids.ok()) return ids.status();
+  const size_t first = bos_id_ >= 0 ? 1 : 0;
+  if (ids->size() > first + 1) ids->insert(ids->begin() + static_cast<ptrdiff_t>(first), code);
+  return ids;
+}
+
+int32_t MarianTokenizer::LanguageTokenId(std::string_view token) const {
+  if (std::find(language_tokens_.begin(), language_tokens_.end(), token) ==
+      language_tokens_.end()) {
+    return -1;
+  }
+  return source_vocab_.Find(token);
+}
+
 void MarianTokenizer::FinishSource(std::vector<int32_t>* ids) const {
   if (append_eos_) {
     ids->push_back(eos_id_);
@@ -235,7 +271,8 @@ std::string MarianTokenizer::Decode(std::span<const int32_t> ids,
       pieces.push_back(replacements[t]);
       continue;
     }
-    if (id == eos_id_ || id == pad_id_ || id == unk_id_ || id == bos_id_) {
+    if (id == eos_id_ || id == pad_id_ || id == unk_id_ || id == bos_id_ ||
+        std::binary_search(hidden_ids_.begin(), hidden_ids_.end(), id)) {
       continue;  // skip_special_tokens
     }
     if (const std::string* piece = vocab.IdToPiece(id)) pieces.push_back(*piece);

@@ -32,8 +32,8 @@ class MarianTokenizer {
   struct Parts {
     MarianVocab source_vocab;
     std::optional<MarianVocab> target_vocab;  // nullopt: the source's
-    std::unique_ptr<SentencePieceModel> source_spm;
-    std::unique_ptr<SentencePieceModel> target_spm;
+    std::shared_ptr<const SentencePieceModel> source_spm;
+    std::shared_ptr<const SentencePieceModel> target_spm;  // may be source_spm itself
     std::string eos_token;
     std::string unk_token;
     std::optional<std::string> bos_token;  // put before the source's pieces when set
@@ -43,6 +43,12 @@ class MarianTokenizer {
     // special tokens' strings split out. false: SentencePiece's pieces of the whole text, as a
     // CTranslate2 user's `sp.encode(text, out_type=str)` gives them.
     bool marian_text = true;
+    // A multilingual vocabulary's language tokens (NLLB's "eng_Latn", M2M-100's "__en__"): one
+    // may go before the source's pieces (Encode's language_token); Decode drops them all.
+    std::vector<std::string> language_tokens;
+    // More tokens Decode drops besides eos, pad and unk (Hugging Face's other special tokens:
+    // "<s>", "<mask>"); tokens the vocabulary lacks are ignored.
+    std::vector<std::string> hidden_tokens;
   };
   // INVALID_ARGUMENT when the source vocabulary lacks the eos, unk or bos token.
   static absl::StatusOr<std::unique_ptr<MarianTokenizer>> FromParts(Parts parts);
@@ -51,6 +57,11 @@ class MarianTokenizer {
   // INVALID_ARGUMENT on invalid UTF-8. Literal "</s>", "<unk>", "<pad>" in the text become their
   // ids (unless Parts::marian_text is false).
   absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text) const;
+  // The same with `language_token` (one of language_tokens(); "" for none) put before the
+  // pieces, as an M2M-100 / NLLB-200 source starts: [code] pieces [eos]. A text without pieces
+  // is still the lone EOS. INVALID_ARGUMENT for a token that is not a language token.
+  absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text,
+                                              std::string_view language_token) const;
 
   // Target ids -> text as HF decode(ids, skip_special_tokens=True) without
   // clean_up_tokenization_spaces: eos/pad/unk dropped, target.spm DecodePieces, str.strip().
@@ -72,6 +83,11 @@ class MarianTokenizer {
   // _convert_id_to_token).
   std::string_view SourceIdToPiece(int32_t id) const;
   std::string_view TargetIdToPiece(int32_t id) const;
+
+  // Parts::language_tokens, in the order given; empty for a Marian tokenizer.
+  const std::vector<std::string>& language_tokens() const { return language_tokens_; }
+  // The id of a language token, or -1 when `token` is not one.
+  int32_t LanguageTokenId(std::string_view token) const;
 
   int32_t eos_id() const { return eos_id_; }
   int32_t pad_id() const { return pad_id_; }
@@ -104,8 +120,8 @@ class MarianTokenizer {
   MarianVocab source_vocab_;
   MarianVocab target_vocab_;  // only with separate_vocabs_
   bool separate_vocabs_ = false;
-  std::unique_ptr<SentencePieceModel> source_spm_;
-  std::unique_ptr<SentencePieceModel> target_spm_;
+  std::shared_ptr<const SentencePieceModel> source_spm_;
+  std::shared_ptr<const SentencePieceModel> target_spm_;
   std::string eos_token_ = "</s>";
   std::string unk_token_ = "<unk>";
   std::string pad_token_ = "<pad>";
@@ -117,6 +133,9 @@ class MarianTokenizer {
   int32_t bos_id_ = -1;  // prepended when >= 0 (FromParts)
   bool append_eos_ = true;
   bool marian_text_ = true;
+  std::vector<std::string> language_tokens_;
+  // Ids Decode drops besides eos, pad, unk and bos: the language and hidden tokens' (sorted).
+  std::vector<int32_t> hidden_ids_;
 };
 
 }  // namespace transerve

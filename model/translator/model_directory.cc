@@ -11,6 +11,7 @@
 #include "model/loader/ctranslate2_directory.h"
 #include "model/loader/ctranslate2_transformer.h"
 #include "model/loader/marian_loader.h"
+#include "model/tokenizer/m2m100_tokenizer.h"
 #include "model/translator/argos_package.h"
 
 namespace transerve {
@@ -127,10 +128,14 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadCt2Tokenizer(const std::str
   }
   auto source_spm = SentencePieceModel::LoadFromFile(source_path.string());
   if (!source_spm.ok()) return source_spm.status();
-  auto target_spm = SentencePieceModel::LoadFromFile(target_path.string());
-  if (!target_spm.ok()) return target_spm.status();
   parts.source_spm = *std::move(source_spm);
-  parts.target_spm = *std::move(target_spm);
+  if (target_path == source_path) {
+    parts.target_spm = parts.source_spm;
+  } else {
+    auto target_spm = SentencePieceModel::LoadFromFile(target_path.string());
+    if (!target_spm.ok()) return target_spm.status();
+    parts.target_spm = *std::move(target_spm);
+  }
   const Ct2SpecialTokens& special = opened->tokens;
   parts.eos_token = special.eos;
   parts.unk_token = special.unk;
@@ -157,10 +162,7 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadTokenizer(const std::string
                                                                const MarianModel& model) {
   if (IsCt2Directory(dir)) return LoadCt2Tokenizer(WeightsFolder(dir), model, IsArgosPackage(dir));
   if (model.config.architecture == MarianConfig::Architecture::kM2m100) {
-    return absl::UnimplementedError(absl::StrCat(
-        dir,
-        ": an m2m_100 checkpoint (M2M-100, NLLB-200) loads, but its tokenizer is not read yet: "
-        "it translates token ids only (docs/m2m100-format.md section 5)"));
+    return LoadM2m100Tokenizer(dir);
   }
   return MarianTokenizer::Load(dir);
 }

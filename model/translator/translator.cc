@@ -183,6 +183,16 @@ int64_t Translator::KvHeadroomBlocks(const DecodingOptions& options) const {
 
 absl::Status Translator::CheckVocabularySizes() const {
   const MarianConfig& c = model_->config;
+  if (c.architecture == MarianConfig::Architecture::kM2m100) {
+    // The published tables have rows past the tokenizer's last id (M2M-100's made-up words,
+    // NLLB-200's padding to a multiple); fewer rows than ids would be out of bounds.
+    if (tokenizer_->source_vocab_size() > c.vocab_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(model_->model_dir, ": the tokenizer has ", tokenizer_->source_vocab_size(),
+                       " ids but config.json says vocab_size ", c.vocab_size));
+    }
+    return absl::OkStatus();
+  }
   if (tokenizer_->source_vocab_size() != c.vocab_size) {
     return absl::InvalidArgumentError(
         absl::StrCat(model_->model_dir, ": vocab.json has ", tokenizer_->source_vocab_size(),
@@ -242,10 +252,10 @@ absl::Status Translator::ValidateOptions(const DecodingOptions& o) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<int32_t>> Translator::Tokenize(std::string_view text,
-                                                          bool truncate) const {
+absl::StatusOr<std::vector<int32_t>> Translator::Tokenize(std::string_view text, bool truncate,
+                                                          std::string_view language_token) const {
   if (tokenizer_ == nullptr) return NoTokenizerError();
-  auto ids = tokenizer_->Encode(text);
+  auto ids = tokenizer_->Encode(text, language_token);
   if (!ids.ok()) return ids.status();
   const int64_t limit = model_->config.max_position_embeddings;
   if (static_cast<int64_t>(ids->size()) > limit) {

@@ -89,7 +89,9 @@ class Translator {
   // --- step-level API -----------------------------------------------------------------------
   // Text to source ids with EOS; INVALID_ARGUMENT for invalid UTF-8 or a source longer than the
   // model's positions (unless `truncate`, which keeps the first tokens and the EOS).
-  absl::StatusOr<std::vector<int32_t>> Tokenize(std::string_view text, bool truncate) const;
+  // `language_token`: a multilingual source's first token (MarianTokenizer::Encode), or "".
+  absl::StatusOr<std::vector<int32_t>> Tokenize(std::string_view text, bool truncate,
+                                                std::string_view language_token = {}) const;
   // INVALID_ARGUMENT for options this model cannot honour.
   absl::Status ValidateOptions(const DecodingOptions& options) const;
   // Runs the encoder once over the batch and projects each source's cross-attention K/V.

@@ -14,6 +14,10 @@ bool Contains(const std::vector<std::string>& v, std::string_view s) {
 
 }  // namespace
 
+bool LtLanguageTable::Model::Reads(std::string_view code) const {
+  return source == code || (source == "mul" && (sources.empty() || Contains(sources, code)));
+}
+
 LtLanguageTable::LtLanguageTable(const v1::ListModelsResponse& response) {
   std::set<std::string> codes;
   for (const v1::ModelInfo& info : response.models()) {
@@ -27,7 +31,12 @@ LtLanguageTable::LtLanguageTable(const v1::ListModelsResponse& response) {
     }
     // A model whose languages are unknown cannot be asked for by language.
     if (m.source.empty() || m.targets.empty()) continue;
+    for (const std::string& s : info.source_languages()) {
+      std::string code = text::CanonicalLanguage(s);
+      if (!code.empty() && !Contains(m.sources, code)) m.sources.push_back(code);
+    }
     if (m.source != "mul") codes.insert(m.source);
+    codes.insert(m.sources.begin(), m.sources.end());
     codes.insert(m.targets.begin(), m.targets.end());
     if (default_target_.empty() || info.is_default()) default_target_ = m.targets.front();
     models_.push_back(std::move(m));
@@ -38,7 +47,7 @@ LtLanguageTable::LtLanguageTable(const v1::ListModelsResponse& response) {
     l.name = text::LanguageName(code);
     std::set<std::string> targets;
     for (const Model& m : models_) {
-      if (m.source != code && m.source != "mul") continue;
+      if (!m.Reads(code)) continue;
       for (const std::string& t : m.targets) {
         if (t != code) targets.insert(t);
       }
@@ -58,13 +67,13 @@ bool LtLanguageTable::Lists(std::string_view code) const {
 
 bool LtLanguageTable::Serves(std::string_view source, std::string_view target) const {
   return std::any_of(models_.begin(), models_.end(), [&](const Model& m) {
-    return (m.source == source || m.source == "mul") && Contains(m.targets, target);
+    return m.Reads(source) && Contains(m.targets, target);
   });
 }
 
 bool LtLanguageTable::ReadsAnyLanguage() const {
   return std::any_of(models_.begin(), models_.end(),
-                     [](const Model& m) { return m.source == "mul"; });
+                     [](const Model& m) { return m.source == "mul" && m.sources.empty(); });
 }
 
 }  // namespace transerve::http

@@ -36,8 +36,10 @@ class LtLanguageTable {
 
  private:
   struct Model {
-    std::string source;  // canonical, "mul" or ""
+    std::string source;                // canonical, "mul" or ""
+    std::vector<std::string> sources;  // with "mul": the only ones it reads, when it says
     std::vector<std::string> targets;
+    bool Reads(std::string_view code) const;
   };
   std::vector<Model> models_;
   std::vector<LtLanguage> languages_;

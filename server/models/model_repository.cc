@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "model/core/logging.h"
+#include "model/tokenizer/m2m100_tokenizer.h"
 #include "model/translator/model_directory.h"
 #include "server/replica_set.h"
 
@@ -69,19 +70,21 @@ void ReadListing(const std::string& name, const std::string& dir, const std::str
                  ModelLanguages* languages, v1::ModelInfo* info) {
   info->Clear();
   info->set_name(name);
-  if (auto config = ReadModelConfig(dir); config.ok()) {
-    info->set_architecture(ArchitectureOf(*config));
-  }
+  auto config = ReadModelConfig(dir);
+  if (config.ok()) info->set_architecture(ArchitectureOf(*config));
   *languages = ModelLanguages();
-  // A Marian vocabulary also names a multilingual model's targets; a model whose tokenizer loads
-  // only with it (CTranslate2, Argos) is listed with the pair its files name.
-  auto tokenizer = MarianTokenizer::Load(dir);
+  // A Marian vocabulary also names a multilingual model's targets, an M2M-100 / NLLB-200
+  // tokenizer both sides' languages; a model whose tokenizer loads only with it (CTranslate2,
+  // Argos) is listed with the pair its files name.
+  const bool m2m = config.ok() && config->architecture == MarianConfig::Architecture::kM2m100;
+  auto tokenizer = m2m ? LoadM2m100Tokenizer(dir) : MarianTokenizer::Load(dir);
   auto l =
       tokenizer.ok() ? ReadModelLanguages(dir, pair, **tokenizer) : ReadModelLanguages(dir, pair);
   if (l.ok()) *languages = *std::move(l);
   info->set_source_language(languages->source);
   info->set_target_language(languages->target);
   for (const std::string& t : languages->targets()) info->add_target_languages(t);
+  for (const auto& [source, token] : languages->source_tokens) info->add_source_languages(source);
   info->set_loaded(false);
 }
 

@@ -99,9 +99,20 @@ class StandInTranslator final : public v1::Translator::Service {
     a->set_name("en-de");
     a->set_loaded(true);
     a->set_is_default(true);
+    a->set_source_language("en");
+    a->set_target_language("de");
     auto* b = out->add_models();
     b->set_name("en-fr");
     b->set_loaded(false);
+    auto* c = out->add_models();
+    c->set_name("nllb");
+    c->set_loaded(false);
+    c->set_source_language("mul");
+    c->set_target_language("mul");
+    for (const char* l : {"de", "en", "fr"}) {
+      c->add_source_languages(l);
+      c->add_target_languages(l);
+    }
     return grpc::Status::OK;
   }
 };
@@ -212,13 +223,14 @@ TEST_F(AdminClientTest, BadCommandLinesExitTwoWithoutACall) {
   EXPECT_TRUE(admin_.calls().empty());
 }
 
-TEST_F(AdminClientTest, ListModelsSaysWhichAreLoaded) {
+TEST_F(AdminClientTest, ListModelsSaysWhichAreLoadedAndTheirLanguages) {
   const ClientRun run = Client("--list_models");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "en-de (default)")) << run.output;
-  EXPECT_TRUE(absl::StrContains(run.output, "\tloaded\n")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "\tloaded\ten->de\n")) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "en-fr\t")) << run.output;
-  EXPECT_TRUE(absl::StrContains(run.output, "\tnot loaded\n")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "\tnot loaded\t?->?\n")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "\tnot loaded\tde,en,fr->de,en,fr\n")) << run.output;
 }
 
 }  // namespace

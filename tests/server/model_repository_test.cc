@@ -488,10 +488,12 @@ TEST_F(ModelRepositoryTest, ReloadUnderLoadSwitchesAnswersWithoutAFailedCall) {
   // A call's lease goes when the server finishes with the call, which can be just after its
   // caller read the answer: settled within moments, not at once.
   std::optional<v1::ModelStatus> after;
-  EXPECT_TRUE(WaitFor(std::chrono::seconds(10), [&] {
-    after = server.Status("m");
-    return after.has_value() && after->in_flight() == 0;
-  })) << "calls still counted in flight: " << (after ? after->in_flight() : -1);
+  EXPECT_TRUE(WaitFor(std::chrono::seconds(10),
+                      [&] {
+                        after = server.Status("m");
+                        return after.has_value() && after->in_flight() == 0;
+                      }))
+      << "calls still counted in flight: " << (after ? after->in_flight() : -1);
   ASSERT_TRUE(after.has_value());
   EXPECT_FALSE(after->reloading());
   EXPECT_EQ(server.Terminate(), 0);

@@ -125,6 +125,70 @@ TEST(RouteRequest, AModelWithUnknownLanguagesIsTakenAtTheCallersWord) {
             absl::StatusCode::kNotFound);
 }
 
+// An M2M-100 / NLLB-200 model: sources start with their language's token, the target's is forced.
+ModelLanguages LanguageCoded(std::map<std::string, std::string> tokens) {
+  ModelLanguages l;
+  l.source = "mul";
+  l.target = "mul";
+  l.source_tokens = tokens;
+  l.target_tokens = std::move(tokens);
+  l.target_forced = true;
+  return l;
+}
+
+std::vector<RoutableModel> WithNllb() {
+  return {{"en-de", Pair("en", "de")},
+          {"nllb",
+           LanguageCoded(
+               {{"en", "eng_Latn"}, {"de", "deu_Latn"}, {"fr", "fra_Latn"}, {"zh", "zho_Hans"}})}};
+}
+
+TEST(RouteRequest, ALanguageCodedModelGetsBothTokensAndABilingualModelIsPreferred) {
+  auto r = RouteRequest(WithNllb(), LanguageRequest{"", "en", "fr"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model, 1u);
+  EXPECT_EQ(r->tokens.source, "eng_Latn");
+  EXPECT_EQ(r->tokens.target, "fra_Latn");
+  EXPECT_TRUE(r->tokens.target_forced);
+  EXPECT_FALSE(r->needs_source);
+  r = RouteRequest(WithNllb(), LanguageRequest{"", "en", "de"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->model, 0u);
+  EXPECT_TRUE(r->tokens.source.empty());
+  EXPECT_FALSE(r->tokens.target_forced);
+  r = RouteRequest(WithNllb(), LanguageRequest{"", "zh", "de"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->model, 1u);
+  EXPECT_EQ(r->tokens.source, "zho_Hans");
+  EXPECT_EQ(r->tokens.target, "deu_Latn");
+}
+
+TEST(RouteRequest, ALanguageCodedModelNeedsASourceItReadsAndATarget) {
+  // No source: routed, and the caller is told to detect one.
+  auto r = RouteRequest(WithNllb(), LanguageRequest{"", "", "fr"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model, 1u);
+  EXPECT_TRUE(r->needs_source);
+  EXPECT_EQ(r->tokens.target, "fra_Latn");
+  // A source it does not read: by name refused, by languages not found.
+  EXPECT_EQ(RouteRequest(WithNllb(), LanguageRequest{"nllb", "ja", "fr"}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RouteRequest(WithNllb(), LanguageRequest{"", "ja", "fr"}).status().code(),
+            absl::StatusCode::kNotFound);
+  // No target: the model cannot choose one.
+  auto none = RouteRequest(WithNllb(), LanguageRequest{"nllb", "en", ""});
+  ASSERT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(none.status().message().find("target_language"), std::string::npos) << none.status();
+  // Many languages are counted in the list of what is served, not spelled out.
+  std::map<std::string, std::string> many;
+  for (char a = 'a'; a <= 'z'; ++a) many[std::string{a, a}] = std::string{a, a, a} + "_Latn";
+  std::vector<RoutableModel> big{{"big", LanguageCoded(many)}};
+  auto unserved = RouteRequest(big, LanguageRequest{"", "en", "xx"});
+  ASSERT_EQ(unserved.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(unserved.status().message().find("big (mul-{26 languages})"), std::string::npos)
+      << unserved.status();
+}
+
 class ModelLanguagesTest : public ::testing::Test {
  protected:
   static const MarianTokenizer& Model() {

@@ -135,13 +135,13 @@ TEST_F(M2m100Test, BeamFourGivesTheReferenceIds) {
   EXPECT_GT(compared, 0);
 }
 
-// Until its tokenizer is read, asking for text is refused with the reason, not a missing file.
-TEST_F(M2m100Test, TextIsRefusedWithTheReason) {
+// Without the tokenizer's files, asking for text is refused naming the missing file.
+TEST_F(M2m100Test, TextWithoutTheTokenizerFilesIsRefusedNamingTheFile) {
   auto t = Translator::Create(
       {.model_dir = (*dir_ / "model").string(), .device = "cpu", .dtype = "float32"});
   ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(t.status().message().find("m2m_100"), std::string::npos) << t.status();
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(t.status().message().find("sentencepiece.bpe.model"), std::string::npos) << t.status();
 }
 
 TEST_F(M2m100Test, AForcedTokenOutsideTheVocabularyIsRefused) {
