@@ -12,10 +12,13 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
+#include "absl/strings/str_cat.h"
 #include "model/core/logging.h"
 #include "model/translator/engine_process.h"
 #include "model/translator/translator.h"
 #include "pipeline/document_segments.h"
+#include "pipeline/language_tokens.h"
+#include "text/language_code.h"
 
 ABSL_FLAG(std::string, model_dir, "", "Marian checkpoint directory (Hugging Face layout)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda");
@@ -50,7 +53,12 @@ ABSL_FLAG(bool, protect_spans, true,
           "Pass format specifiers, URLs, e-mail addresses and file paths through untranslated");
 ABSL_FLAG(bool, document, false,
           "Read all of stdin as one document and write its translation, layout kept");
-ABSL_FLAG(std::string, language, "en", "The source's language, for its sentence break rules");
+ABSL_FLAG(std::string, language, "en",
+          "The source's language: its sentence break rules, and the code an M2M-100 / NLLB-200 "
+          "source starts with");
+ABSL_FLAG(std::string, target_language, "",
+          "A multilingual model's target language (its >>xx<< token, or the code an M2M-100 / "
+          "NLLB-200 model is forced to write first); required by M2M-100 / NLLB-200");
 
 namespace transerve {
 namespace {
@@ -63,6 +71,30 @@ struct TextResult {
   // With --num_hypotheses > 1: the document of each segment's n-th hypothesis, best first.
   nlohmann::json nbest = nlohmann::json::array();
 };
+
+// --language and --target_language as a multilingual model's tokens. INVALID_ARGUMENT for a
+// language the model lacks, or an M2M-100 / NLLB-200 model without a target language.
+absl::Status ApplyLanguages(const Translator& t, SegmentSettings* settings,
+                            DecodingOptions* options) {
+  const LanguageTokenTable table = ReadLanguageTokens(t.tokenizer());
+  const std::string source = text::CanonicalLanguage(absl::GetFlag(FLAGS_language));
+  const std::string target = text::CanonicalLanguage(absl::GetFlag(FLAGS_target_language));
+  if (table.targets.empty()) return absl::OkStatus();  // a bilingual model writes its own
+  if (table.target_forced && target.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("this model writes ", table.targets.size(),
+                                                   " languages: name one with --target_language"));
+  }
+  const LanguageTokens tokens = table.For(source, target);
+  if (!target.empty() && tokens.target.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("this model does not write '", target, "' (--target_language)"));
+  }
+  if (!table.sources.empty() && tokens.source.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("this model does not read '", source, "' (--language)"));
+  }
+  return ApplyLanguageTokens(t.tokenizer(), tokens, settings, options);
+}
 
 TextResult Assemble(const Translator& t, const DocumentSegments& doc,
                     std::span<const SearchResult> results, int num_hypotheses) {
@@ -169,6 +201,10 @@ int Run() {
   settings.max_source_tokens =
       static_cast<int>((*translator)->model().config.max_position_embeddings);
   settings.truncate = absl::GetFlag(FLAGS_truncate);
+  if (auto s = ApplyLanguages(**translator, &settings, &options); !s.ok()) {
+    std::cerr << "transerve-translate: " << s.message() << "\n";
+    return 2;
+  }
 
   // Translates the segments of several texts together (batched by length), then puts each text
   // back together; a text that cannot be read is reported alone and costs the others nothing.

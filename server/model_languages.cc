@@ -56,36 +56,21 @@ void FromDirectoryName(const std::string& dir, ModelLanguages* l) {
 
 std::vector<std::string> ModelLanguages::targets() const {
   std::vector<std::string> out;
-  for (const auto& [lang, token] : target_tokens) out.push_back(lang);
+  for (const auto& [lang, token] : tokens.targets) out.push_back(lang);
   if (out.empty() && !target.empty()) out.push_back(target);
   return out;
 }
 
 bool ModelLanguages::ServesSource(std::string_view s) const {
   if (s.empty() || source == s) return true;
-  return source == "mul" && (source_tokens.empty() || source_tokens.contains(std::string(s)));
+  return source == "mul" && (tokens.sources.empty() || tokens.sources.contains(std::string(s)));
 }
 
 bool ModelLanguages::Serves(std::string_view s, std::string_view t) const {
   const bool source_ok = ServesSource(s);
   const bool target_ok =
-      target_tokens.empty() ? target == t : target_tokens.contains(std::string(t));
+      tokens.targets.empty() ? target == t : tokens.targets.contains(std::string(t));
   return source_ok && target_ok;
-}
-
-std::string ModelLanguages::TokenFor(std::string_view t) const {
-  const auto it = target_tokens.find(std::string(t));
-  return it == target_tokens.end() ? "" : it->second;
-}
-
-LanguageTokens ModelLanguages::TokensFor(std::string_view s, std::string_view t) const {
-  LanguageTokens tokens;
-  tokens.target = TokenFor(t);
-  tokens.target_forced = target_forced;
-  if (const auto it = source_tokens.find(std::string(s)); it != source_tokens.end()) {
-    tokens.source = it->second;
-  }
-  return tokens;
 }
 
 absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
@@ -112,31 +97,15 @@ absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
   auto read = ReadModelLanguages(model_dir, pair);
   if (!read.ok()) return read.status();
   ModelLanguages l = *std::move(read);
-  if (!tok.language_tokens().empty()) {
-    // Codes in the tokenizer's order; of several for one language (zho_Hans, zho_Hant) the first.
-    for (const std::string& token : tok.language_tokens()) {
-      std::string_view code = token;
-      if (code.starts_with("__") && code.ends_with("__") && code.size() > 4) {
-        code = code.substr(2, code.size() - 4);
-      }
-      const std::string lang = text::CanonicalLanguage(code);
-      if (lang.empty()) continue;
-      l.source_tokens.emplace(lang, token);
-      l.target_tokens.emplace(lang, token);
-    }
+  l.tokens = ReadLanguageTokens(tok);
+  if (l.tokens.target_forced) {
     l.source = "mul";
     l.target = "mul";
-    l.target_forced = true;
     return l;
   }
-  for (int64_t id = 0; id < tok.target_vocab_size(); ++id) {
-    const std::string_view piece = tok.TargetIdToPiece(static_cast<int32_t>(id));
-    const std::string lang = text::TargetTokenLanguage(piece);
-    if (!lang.empty()) l.target_tokens.emplace(lang, std::string(piece));
-  }
   // One language token in a bilingual model's vocabulary is not a multilingual target.
-  if (l.target_tokens.size() == 1 && l.target != "mul") l.target_tokens.clear();
-  if (!l.target_tokens.empty()) l.target = "mul";
+  if (l.tokens.targets.size() == 1 && l.target != "mul") l.tokens.targets.clear();
+  if (!l.tokens.targets.empty()) l.target = "mul";
   return l;
 }
 

@@ -13,25 +13,16 @@
 
 #include "absl/status/statusor.h"
 #include "model/tokenizer/marian_tokenizer.h"
+#include "pipeline/language_tokens.h"
 
 namespace transerve {
 
-// How a request tells a multilingual model its languages.
-struct LanguageTokens {
-  std::string target;          // the target's token (">>deu<<", "deu_Latn"), or ""
-  bool target_forced = false;  // forced as the first generated token, not put before the text
-  std::string source;          // a source's first token ("eng_Latn"), or ""
-};
-
 struct ModelLanguages {
   std::string source;  // canonical (text::CanonicalLanguage); "mul" any; "" unknown
-  std::string target;  // canonical; "mul" several (see target_tokens); "" unknown
-  // A multilingual model's target languages and the token that asks for each (">>deu<<").
-  std::map<std::string, std::string> target_tokens;
-  // A model whose sources start with their language's token (M2M-100, NLLB-200): each source
-  // language and its token; it forces the target's token first. Empty for other models.
-  std::map<std::string, std::string> source_tokens;
-  bool target_forced = false;
+  std::string target;  // canonical; "mul" several (see tokens.targets); "" unknown
+  // A multilingual model's tokens for each language: its targets' (">>deu<<", "deu_Latn") and,
+  // for M2M-100 / NLLB-200, its sources' (it reads only those).
+  LanguageTokenTable tokens;
 
   // Every language this model translates into.
   std::vector<std::string> targets() const;
@@ -39,12 +30,8 @@ struct ModelLanguages {
   bool ServesSource(std::string_view source) const;
   // Whether it translates `source` into `target` (canonical codes; "" source: any).
   bool Serves(std::string_view source, std::string_view target) const;
-  // The token to put before a text for `target` ("" when the model needs none).
-  std::string TokenFor(std::string_view target) const;
-  // The tokens for the pair (each "" where the model needs none or does not know the language).
-  LanguageTokens TokensFor(std::string_view source, std::string_view target) const;
   // Whether a request must say its source language (or have it detected) for this model.
-  bool NeedsSource() const { return !source_tokens.empty(); }
+  bool NeedsSource() const { return !tokens.sources.empty(); }
 };
 
 // `pair` is the operator's "SRC-TGT" for this model ("" when not given). INVALID_ARGUMENT when

@@ -10,10 +10,10 @@ namespace {
 std::string Pair(const ModelLanguages& l) {
   auto code = [](const std::string& c) { return c.empty() ? std::string("?") : c; };
   constexpr size_t kListed = 12;  // more are counted, so an error stays readable
-  if (l.target_tokens.size() > kListed) {
-    return absl::StrCat(code(l.source), "-{", l.target_tokens.size(), " languages}");
+  if (l.tokens.targets.size() > kListed) {
+    return absl::StrCat(code(l.source), "-{", l.tokens.targets.size(), " languages}");
   }
-  if (!l.target_tokens.empty()) {
+  if (!l.tokens.targets.empty()) {
     return absl::StrCat(code(l.source), "-{", absl::StrJoin(l.targets(), ","), "}");
   }
   return absl::StrCat(code(l.source), "-", code(l.target));
@@ -36,11 +36,11 @@ absl::StatusOr<Route> RouteTo(const std::vector<RoutableModel>& models, size_t i
   const ModelLanguages& l = models[i].languages;
   Route route;
   route.model = i;
-  route.tokens = l.TokensFor(request.source, request.target);
+  route.tokens = l.tokens.For(request.source, request.target);
   route.target_token = route.tokens.target;
-  if (l.target_forced && route.tokens.target.empty()) {
+  if (l.tokens.target_forced && route.tokens.target.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("model '", models[i].name, "' translates into ",
-                                                   l.target_tokens.size(),
+                                                   l.tokens.targets.size(),
                                                    " languages: name one in target_language"));
   }
   route.needs_source = l.NeedsSource() && route.tokens.source.empty();
@@ -84,7 +84,7 @@ absl::StatusOr<Route> RouteRequest(const std::vector<RoutableModel>& models,
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < models.size(); ++i) {
       const ModelLanguages& l = models[i].languages;
-      if ((pass == 0) != l.target_tokens.empty()) continue;
+      if ((pass == 0) != l.tokens.targets.empty()) continue;
       if (l.Serves(request.source, request.target)) return RouteTo(models, i, request);
     }
   }

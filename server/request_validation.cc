@@ -93,16 +93,10 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& reque
   if (!options.ok()) return options.status();
   prepared.options = *options;
   SegmentSettings settings;
-  if (languages.target_forced && !languages.target.empty()) {
-    prepared.options.forced_first_token = translator.tokenizer().LanguageTokenId(languages.target);
-    if (prepared.options.forced_first_token < 0) {
-      return absl::InternalError(absl::StrCat("the model has no token for its target language \"",
-                                              languages.target, "\""));
-    }
-  } else {
-    settings.target_token = languages.target;
+  if (auto s = ApplyLanguageTokens(translator.tokenizer(), languages, &settings, &prepared.options);
+      !s.ok()) {
+    return s;
   }
-  settings.source_token = languages.source;
   prepared.return_scores = request.options().return_scores();
   auto document_options = ResolveDocumentOptions(request, limits);
   if (!document_options.ok()) return document_options.status();

@@ -1,4 +1,4 @@
-// The tokenizers of m2m_100 checkpoints (docs/m2m100-format.md section 5), read into a
+// The tokenizers of m2m_100 checkpoints (docs/m2m100-format.md section 4), read into a
 // MarianTokenizer: one SentencePiece BPE model (sentencepiece.bpe.model) for both sides, a
 // vocabulary, and the language codes that start a source and are forced first on the target.
 //  - NLLB-200 (no vocab.json): ids 0..3 are <s> <pad> </s> <unk>; SentencePiece piece i >= 3 is

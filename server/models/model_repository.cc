@@ -84,7 +84,7 @@ void ReadListing(const std::string& name, const std::string& dir, const std::str
   info->set_source_language(languages->source);
   info->set_target_language(languages->target);
   for (const std::string& t : languages->targets()) info->add_target_languages(t);
-  for (const auto& [source, token] : languages->source_tokens) info->add_source_languages(source);
+  for (const auto& [source, token] : languages->tokens.sources) info->add_source_languages(source);
   info->set_loaded(false);
 }
 

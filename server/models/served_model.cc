@@ -67,7 +67,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadServedModel(const std::string& 
   m->info.set_source_language(m->languages.source);
   m->info.set_target_language(m->languages.target);
   for (const std::string& t : m->languages.targets()) m->info.add_target_languages(t);
-  for (const auto& [source, token] : m->languages.source_tokens) {
+  for (const auto& [source, token] : m->languages.tokens.sources) {
     m->info.add_source_languages(source);
   }
   m->info.set_loaded(true);

@@ -25,7 +25,7 @@ ModelLanguages Multilingual(std::string s, std::map<std::string, std::string> to
   ModelLanguages l;
   l.source = std::move(s);
   l.target = "mul";
-  l.target_tokens = std::move(tokens);
+  l.tokens.targets = std::move(tokens);
   return l;
 }
 
@@ -130,9 +130,9 @@ ModelLanguages LanguageCoded(std::map<std::string, std::string> tokens) {
   ModelLanguages l;
   l.source = "mul";
   l.target = "mul";
-  l.source_tokens = tokens;
-  l.target_tokens = std::move(tokens);
-  l.target_forced = true;
+  l.tokens.sources = tokens;
+  l.tokens.targets = std::move(tokens);
+  l.tokens.target_forced = true;
   return l;
 }
 

@@ -8,6 +8,7 @@
 #    gRPC with the source language detected, and LibreTranslate's API by pair; each gets the
 #    reference's translations for its source and target languages. A pair a bilingual model
 #    serves goes to it; the others to the multilingual model that has both languages.
+#  - transerve-translate, given the pair as flags, gives the reference's translations too.
 #  - ListModels and /languages list every language the multilingual models read and write.
 #  - No target language, or a source the model does not read, is a clear INVALID_ARGUMENT (400
 #    over HTTP), and the server goes on.
@@ -69,6 +70,16 @@ want m2m_en_de m2m-random __en__ __de__ english.txt
 "$bin/transerve-translate" --model_dir="$work/repo/opus-mt-en-de" --num_threads=2 --dtype=float32 \
   < "$work/in.txt" > "$work/want.opus" 2> "$work/translate.log" \
   || fail "transerve-translate: $(tail -3 "$work/translate.log")"
+
+# transerve-translate takes the pair as flags, and needs the target.
+"$bin/transerve-translate" --model_dir="$work/repo/nllb-random" --num_threads=2 --dtype=float32 \
+  --language=fr --target_language=zh < "$work/in.txt" > "$work/got.cli_fr_zh" \
+  2> "$work/translate.log" || fail "transerve-translate fr->zh: $(tail -3 "$work/translate.log")"
+cli_rc=0
+"$bin/transerve-translate" --model_dir="$work/repo/nllb-random" --language=fr \
+  < "$work/in.txt" > /dev/null 2> "$work/cli_refused" || cli_rc=$?
+[ "$cli_rc" = 2 ] && grep -q "target_language" "$work/cli_refused" \
+  || fail "transerve-translate without a target: exit $cli_rc, $(cat "$work/cli_refused")"
 
 "$bin/transerve-server" --model_repository="$work/repo" --host=127.0.0.1 --port=0 \
   --metrics_port=0 --http_port=0 --num_threads=2 --dtype=float32 --max_queue_wait=120s \
@@ -153,6 +164,7 @@ if compared < len(want) - 3:
 PY
 }
 compare nllb_fr_zh nllb_fr_zh
+compare cli_fr_zh nllb_fr_zh
 compare nllb_de_ru nllb_de_ru
 compare m2m_ja_ko m2m_ja_ko
 compare m2m_en_de_auto m2m_en_de
