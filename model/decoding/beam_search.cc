@@ -62,6 +62,12 @@ void BeamSearch::Advance(std::span<const std::vector<TokenScore>> top, const Ten
 
   const int length = generated_ + 1;
   const bool at_max_length = length >= options_.max_length;
+  // CTranslate2, at the first step after a forced first token (its target prefix), lets EOS end
+  // only the best candidate: an EOS ranked below it holds a beam's place without finishing, and
+  // no other candidate takes that place (its decoding.cc, update_sample_with_prefix).
+  const bool after_prefix = options_.rules == SearchRules::kCTranslate2 &&
+                            options_.forced_first_token >= 0 && generated_ == 1;
+  int held_places = 0;
   std::vector<Beam> next;
   // owner[b]: index in `next` of the child that took over beam b's cache, or -1.
   std::vector<int> owner(running_.size(), -1);
@@ -69,6 +75,10 @@ void BeamSearch::Advance(std::span<const std::vector<TokenScore>> top, const Ten
     const Candidate& c = candidates_[rank];
     const bool finishes = c.token == special_.eos || at_max_length;
     const Beam& parent = running_[c.beam];
+    if (after_prefix && rank > 0 && c.token == special_.eos && !at_max_length) {
+      if (static_cast<int>(rank) < beams) ++held_places;
+      continue;
+    }
     if (finishes) {
       if (rank == 0) top_candidate_finished_ = true;
       if (static_cast<int>(rank) < beams) {
@@ -85,7 +95,7 @@ void BeamSearch::Advance(std::span<const std::vector<TokenScore>> top, const Ten
       }
       continue;
     }
-    if (static_cast<int>(next.size()) == beams) continue;
+    if (static_cast<int>(next.size()) + held_places == beams) continue;
     Beam child;
     child.ids = parent.ids;
     child.ids.push_back(c.token);

@@ -95,8 +95,10 @@ std::pair<fs::path, fs::path> Ct2SentencePieceFiles(const fs::path& dir) {
     return {dir / "source.spm", dir / "target.spm"};
   }
   for (const fs::path& d : {dir, dir.parent_path()}) {
-    if (IsRegularFile(d / "sentencepiece.model"))
-      return {d / "sentencepiece.model", d / "sentencepiece.model"};
+    // Argos Translate's name, then M2M-100 / NLLB-200's.
+    for (const char* name : {"sentencepiece.model", "sentencepiece.bpe.model"}) {
+      if (IsRegularFile(d / name)) return {d / name, d / name};
+    }
   }
   return {};
 }
@@ -113,7 +115,7 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadCt2Tokenizer(const std::str
     return absl::NotFoundError(absl::StrCat(
         dir,
         ": no SentencePiece model beside the CTranslate2 model (source.spm and target.spm, "
-        "or sentencepiece.model here or in the folder above)"));
+        "or sentencepiece.model or sentencepiece.bpe.model here or in the folder above)"));
   }
   MarianTokenizer::Parts parts;
   auto tokens = [](const Ct2Vocabulary& v) {
@@ -149,6 +151,18 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadCt2Tokenizer(const std::str
   // other directory gets SentencePiece's pieces of the whole text.
   parts.marian_text = marian_conversion && !argos_package;
   parts.pad_id = model.config.pad_token_id;
+  // An M2M-100 / NLLB-200 conversion: its codes start the source and are forced on the target;
+  // its users feed the Hugging Face tokenizer's [code] pieces [</s>] (docs/m2m100-format.md).
+  if (!marian_conversion && !argos_package) {
+    for (int64_t i = 0; i < opened->source_vocabulary->size(); ++i) {
+      const std::string& token = opened->source_vocabulary->token(i);
+      if (IsM2m100LanguageToken(token)) parts.language_tokens.push_back(token);
+    }
+    if (!parts.language_tokens.empty()) {
+      parts.append_eos = true;
+      parts.hidden_tokens = {"<s>", "<mask>"};
+    }
+  }
   auto tokenizer = MarianTokenizer::FromParts(std::move(parts));
   if (!tokenizer.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(dir, ": ", tokenizer.status().message()));

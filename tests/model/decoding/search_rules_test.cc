@@ -49,10 +49,10 @@ SearchRun Drive(const DecodingOptions& options, const Script& script = TheScript
     std::vector<DecoderRow> rows;
     search->CollectRows(&rows);
     std::vector<std::vector<TokenScore>> top;
-    const bool force_eos = search->NextCandidates().force_eos;
+    const ops::CandidateRule rule = search->NextCandidates();
     for (const DecoderRow& row : rows) {
-      if (force_eos) {
-        top.push_back({{kEos, 0.0f}});
+      if (rule.forced()) {
+        top.push_back({{rule.force_eos ? kEos : rule.forced_token, 0.0f}});
         continue;
       }
       const auto it = script.find(row.token);
@@ -133,6 +133,44 @@ TEST(SearchRulesTest, AtTheLengthLimitCTranslate2KeepsTheLastTokenAndHuggingFace
     EXPECT_EQ(hf.result.hypotheses[0].ids, (std::vector<int32_t>{kA, kEos})) << "beam " << beam;
     EXPECT_NEAR(hf.result.hypotheses[0].log_prob, -0.1f, 1e-6f);
   }
+}
+
+// A forced first token (M2M-100's target language): CTranslate2 takes it as a target prefix, and
+// at the next step an EOS ranked below the best candidate holds a beam's place without
+// finishing (nor does another candidate take its place); Hugging Face's rules finish it as any
+// other.
+TEST(SearchRulesTest, AfterAForcedFirstTokenCTranslate2EndsOnlyTheBestCandidateWithEos) {
+  constexpr int32_t kCode = 12;
+  Script script = {
+      {kCode, {{kA, -1.0f}, {kEos, -1.1f}, {kB, -1.2f}, {kC, -5.0f}}},
+      {kA, {{kA2, -0.2f}, {kEos, -3.0f}, {kX, -6.0f}, {kY, -7.0f}}},
+      {kB, {{kB2, -0.15f}, {kEos, -3.0f}, {kX, -6.0f}, {kY, -7.0f}}},
+      {kA2, {{kEos, -0.01f}, {kX, -5.0f}, {kY, -7.0f}, {kC, -8.0f}}},
+      {kB2, {{kEos, -0.02f}, {kY, -6.0f}, {kX, -7.0f}, {kC, -8.0f}}},
+      {kX, {{kEos, -0.5f}, {kY, -6.0f}, {kA, -7.0f}, {kC, -8.0f}}},
+      {kY, {{kEos, -0.5f}, {kX, -6.0f}, {kA, -7.0f}, {kC, -8.0f}}},
+  };
+  auto has_short = [](const SearchResult& r) {
+    for (const Hypothesis& h : r.hypotheses) {
+      if (h.ids == std::vector<int32_t>{kCode, kEos}) return true;
+    }
+    return false;
+  };
+  DecodingOptions o = BeamTwo(SearchRules::kCTranslate2, 1.0f, 2);
+  o.forced_first_token = kCode;
+  const SearchRun ct2 = Drive(o, script);
+  ASSERT_EQ(ct2.result.hypotheses.size(), 2u);
+  EXPECT_FALSE(has_short(ct2.result));
+  // Only [code A] ran on from the first free step: [code B] never did.
+  for (const Hypothesis& h : ct2.result.hypotheses) {
+    EXPECT_EQ(h.ids.at(0), kCode);
+    EXPECT_EQ(h.ids.at(1), kA);
+  }
+  // Hugging Face's rules finish [code EOS] and run [code B] on, which ends among the best.
+  o.rules = SearchRules::kHuggingFace;
+  const SearchRun hf = Drive(o, script);
+  ASSERT_EQ(hf.result.hypotheses.size(), 2u);
+  EXPECT_EQ(hf.result.hypotheses[1].ids, (std::vector<int32_t>{kCode, kB, kB2, kEos}));
 }
 
 }  // namespace

@@ -121,6 +121,43 @@ TEST_P(M2m100TextTest, EachForcedTargetLanguageGivesTheReferenceIdsAndText) {
   EXPECT_GE(compared, static_cast<int>(cases_["cases"].size()) - 4) << "seed " << seed_;
 }
 
+// The same model as CTranslate2's converter lays it out (tools/reference/m2m_to_ct2.py): its
+// codes found in the vocabulary, the same source ids, and under the same search rules the same
+// ids and texts.
+TEST_P(M2m100TextTest, ItsCTranslate2DirectoryGivesTheSameIdsAndTexts) {
+  const fs::path ct2 = dir_ / "ct2";
+  const std::string command =
+      "/usr/bin/python3 " +
+      (fs::path(testing::SourceDir()) / "tools/reference/m2m_to_ct2.py").string() +
+      " --model_dir " + (dir_ / "model").string() + " --out " + ct2.string() + " > " +
+      (dir_ / "convert.log").string() + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << "conversion failed (seed " << seed_ << ")";
+  auto t = Translator::Create({.model_dir = ct2.string(), .device = "cpu", .dtype = "float32"});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->tokenizer().language_tokens(), translator_->tokenizer().language_tokens());
+  int compared = 0;
+  for (const auto& c : cases_["cases"]) {
+    auto ids =
+        (*t)->Tokenize(c["text"].get<std::string>(), false, c["source_code"].get<std::string>());
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    EXPECT_EQ(*ids, c["source"].get<std::vector<int32_t>>()) << "seed " << seed_;
+    if (c["margin"].get<double>() < kMinMargin) continue;
+    ++compared;
+    DecodingOptions o = (*t)->DefaultOptions();
+    o.rules = SearchRules::kHuggingFace;  // the reference's, where the length limit differs
+    o.beam_size = 1;
+    o.min_length = 0;
+    o.max_length = cases_["max_length"].get<int>();
+    o.forced_first_token = (*t)->tokenizer().LanguageTokenId(c["target_code"].get<std::string>());
+    auto got = (*t)->TranslateIds(std::vector<std::vector<int32_t>>{*ids}, o);
+    ASSERT_TRUE(got.ok()) << got.status();
+    const std::vector<int32_t>& out = got->at(0).hypotheses.at(0).ids;
+    EXPECT_EQ(out, c["ids"].get<std::vector<int32_t>>()) << "seed " << seed_;
+    EXPECT_EQ((*t)->Detokenize(out), c["translation"].get<std::string>()) << "seed " << seed_;
+  }
+  EXPECT_GE(compared, static_cast<int>(cases_["cases"].size()) - 4) << "seed " << seed_;
+}
+
 TEST_P(M2m100TextTest, AnyIdsDecodeAsTheReferenceDecodesThem) {
   for (const auto& d : cases_["decodes"]) {
     const std::vector<int32_t> ids = d["ids"].get<std::vector<int32_t>>();
