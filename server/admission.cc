@@ -65,12 +65,44 @@ namespace {
 // What is known of a request before its model's version is at hand.
 struct Routed {
   std::string model;
-  LanguageTokens tokens;
-  std::string split_language;  // "" = the model's source language
+  std::string source;  // canonical, as named or detected; "" = not known
+  std::string target;  // canonical; "" = the model's own
+  bool detection_ran = false;
   std::string detected_language;
   float detected_confidence = 0;
   absl::Time deadline = absl::InfiniteFuture();
 };
+
+// Runs the language detector on the request's texts into `routed`; its answer, or "" when it
+// cannot tell.
+std::string DetectSource(const v1::TranslateRequest& request, Routed* routed) {
+  routed->detection_ran = true;
+  const bool html = request.document().format() == v1::DocumentOptions::FORMAT_HTML;
+  const auto found = text::DetectLanguages(DetectionSample(request), html, 1);
+  if (found.empty()) return "";
+  routed->detected_language = found.front().code;
+  routed->detected_confidence = found.front().confidence;
+  return found.front().code;
+}
+
+// A source for model `name` (languages `l`) that needs one: the request's, else the detector's.
+absl::Status EnsureSource(const std::string& name, const ModelLanguages& l,
+                          const v1::TranslateRequest& request, Routed* routed) {
+  if (!l.NeedsSource() || !routed->source.empty()) return absl::OkStatus();
+  if (!routed->detection_ran) routed->source = DetectSource(request, routed);
+  if (routed->source.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", name,
+                     "' needs the source language and the detector could not tell it: name it in "
+                     "source_language"));
+  }
+  if (!l.ServesSource(routed->source)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the text looks like '", routed->source, "', which model '", name,
+                     "' does not read: name the source language in source_language"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Routed> RouteOf(ServiceContext& context, const grpc::CallbackServerContext* ctx,
                                const v1::TranslateRequest& request) {
@@ -79,23 +111,13 @@ absl::StatusOr<Routed> RouteOf(ServiceContext& context, const grpc::CallbackServ
     return absl::UnavailableError("the server is still loading its models");
   }
   Routed routed;
-  auto detect = [&](LanguageRequest* languages) {
-    const bool html = request.document().format() == v1::DocumentOptions::FORMAT_HTML;
-    const auto found = text::DetectLanguages(DetectionSample(request), html, 1);
-    if (!found.empty()) {
-      routed.detected_language = found.front().code;
-      routed.detected_confidence = found.front().confidence;
-      languages->source = found.front().code;
-    }
-  };
   LanguageRequest languages;
   languages.model = request.model();
   auto target = LanguageField("target_language", request.target_language());
   if (!target.ok()) return target.status();
   languages.target = *target;
-  const bool auto_source = request.source_language() == "auto";
-  if (auto_source) {
-    detect(&languages);
+  if (request.source_language() == "auto") {
+    languages.source = DetectSource(request, &routed);
   } else {
     auto source = LanguageField("source_language", request.source_language());
     if (!source.ok()) return source.status();
@@ -105,30 +127,18 @@ absl::StatusOr<Routed> RouteOf(ServiceContext& context, const grpc::CallbackServ
   auto route = RouteRequest(*models, languages);
   if (!route.ok()) return route.status();
   if (route->needs_source) {
-    // The model's sources start with their language's token: one must be named or detected.
-    const std::string& name = (*models)[route->model].name;
-    if (!auto_source) detect(&languages);
-    if (languages.source.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model '", name,
-                       "' needs the source language and the detector could not tell it: name it in "
-                       "source_language"));
-    }
-    if (!(*models)[route->model].languages.ServesSource(languages.source)) {
-      return absl::InvalidArgumentError(absl::StrCat("the text looks like '", languages.source,
-                                                     "', which model '", name,
-                                                     "' does not read: name the source language "
-                                                     "in source_language"));
-    }
+    // The model's sources start with their language's token: one must be named or detected,
+    // and may then be served by another model.
+    routed.source = languages.source;
+    const RoutableModel& m = (*models)[route->model];
+    if (auto s = EnsureSource(m.name, m.languages, request, &routed); !s.ok()) return s;
+    languages.source = routed.source;
     route = RouteRequest(*models, languages);
     if (!route.ok()) return route.status();
   }
   routed.model = (*models)[route->model].name;
-  routed.tokens = route->tokens;
-  // Sentence break rules: the source's language as asked or detected, else the model's.
-  if (!languages.source.empty() && languages.source != "mul") {
-    routed.split_language = languages.source;
-  }
+  routed.source = languages.source;
+  routed.target = languages.target;
   routed.deadline = DeadlineOf(ctx);
   if (routed.deadline <= absl::Now()) {
     return absl::DeadlineExceededError("deadline already passed");
@@ -149,18 +159,26 @@ void Admit(ServiceContext& context, const grpc::CallbackServerContext* ctx,
   context.repository->Acquire(
       model, deadline, std::move(cancelled),
       [&context, &request, routed = *std::move(routed),
-       done = std::move(done)](absl::StatusOr<ModelLease> lease) {
+       done = std::move(done)](absl::StatusOr<ModelLease> lease) mutable {
         if (!lease.ok()) return done(lease.status());
         Admission admitted;
         admitted.lease = *std::move(lease);
         admitted.model = admitted.lease.get();
+        // The languages of the version loaded (a listing may not have known them).
+        const ModelLanguages& served = admitted.model->languages;
+        if (auto s = EnsureSource(routed.model, served, request, &routed); !s.ok()) {
+          return done(s);
+        }
+        auto tokens = LanguageTokensFor(routed.model, served, routed.source, routed.target);
+        if (!tokens.ok()) return done(tokens.status());
         admitted.deadline = routed.deadline;
         admitted.detected_language = routed.detected_language;
         admitted.detected_confidence = routed.detected_confidence;
-        const std::string& split = routed.split_language.empty() ? admitted.model->languages.source
-                                                                 : routed.split_language;
+        // Sentence break rules: the source's language as asked or detected, else the model's.
+        const std::string& split =
+            routed.source.empty() || routed.source == "mul" ? served.source : routed.source;
         auto prepared = PrepareRequest(request, *admitted.model->translator, context.config.limits,
-                                       routed.tokens, split);
+                                       *tokens, split);
         if (!prepared.ok()) return done(prepared.status());
         admitted.prepared = *std::move(prepared);
         if (admitted.deadline <= absl::Now()) {
