@@ -15,22 +15,25 @@ LanguageTokens LanguageTokenTable::For(const std::string& source, const std::str
   return tokens;
 }
 
-LanguageTokenTable ReadLanguageTokens(const MarianTokenizer& tok) {
+LanguageTokenTable LanguageCodeTable(const std::vector<std::string>& codes) {
   LanguageTokenTable table;
-  if (!tok.language_tokens().empty()) {
-    for (const std::string& token : tok.language_tokens()) {
-      std::string_view code = token;
-      if (code.size() > 4 && code.starts_with("__") && code.ends_with("__")) {
-        code = code.substr(2, code.size() - 4);
-      }
-      const std::string lang = text::CanonicalLanguage(code);
-      if (lang.empty()) continue;
-      table.sources.emplace(lang, token);
-      table.targets.emplace(lang, token);
+  for (const std::string& token : codes) {
+    std::string_view code = token;
+    if (code.size() > 4 && code.starts_with("__") && code.ends_with("__")) {
+      code = code.substr(2, code.size() - 4);
     }
-    table.target_forced = true;
-    return table;
+    const std::string lang = text::CanonicalLanguage(code);
+    if (lang.empty()) continue;
+    table.sources.emplace(lang, token);
+    table.targets.emplace(lang, token);
   }
+  table.target_forced = !codes.empty();
+  return table;
+}
+
+LanguageTokenTable ReadLanguageTokens(const MarianTokenizer& tok) {
+  if (!tok.language_tokens().empty()) return LanguageCodeTable(tok.language_tokens());
+  LanguageTokenTable table;
   for (int64_t id = 0; id < tok.target_vocab_size(); ++id) {
     const std::string_view piece = tok.TargetIdToPiece(static_cast<int32_t>(id));
     const std::string lang = text::TargetTokenLanguage(piece);

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "model/decoding/decoding_options.h"
@@ -34,8 +35,12 @@ struct LanguageTokenTable {
   LanguageTokens For(const std::string& source, const std::string& target) const;
 };
 
-// A tokenizer with language tokens reads them; else the target vocabulary's >>xx<< tokens.
+// A tokenizer with language tokens reads them (LanguageCodeTable); else the target
+// vocabulary's >>xx<< tokens.
 LanguageTokenTable ReadLanguageTokens(const MarianTokenizer& tokenizer);
+// The table of an M2M-100 / NLLB-200 model's language codes ("__en__", "eng_Latn"), in its
+// vocabulary's order: each is a source's first token and a forced target token.
+LanguageTokenTable LanguageCodeTable(const std::vector<std::string>& codes);
 
 // Puts the pair's tokens where the model reads them: the source token and a target token put
 // before the text into `settings`, a forced target token into `options`. INTERNAL when the

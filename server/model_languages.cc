@@ -94,10 +94,16 @@ absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
 absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
                                                   const std::string& pair,
                                                   const MarianTokenizer& tok) {
+  return ReadModelLanguages(model_dir, pair, ReadLanguageTokens(tok));
+}
+
+absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
+                                                  const std::string& pair,
+                                                  const LanguageTokenTable& tokens) {
   auto read = ReadModelLanguages(model_dir, pair);
   if (!read.ok()) return read.status();
   ModelLanguages l = *std::move(read);
-  l.tokens = ReadLanguageTokens(tok);
+  l.tokens = tokens;
   if (l.tokens.target_forced) {
     l.source = "mul";
     l.target = "mul";

@@ -39,6 +39,10 @@ struct ModelLanguages {
 absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
                                                   const std::string& pair,
                                                   const MarianTokenizer& tokenizer);
+// The same with the language tokens read elsewhere (ReadLanguageTokens, LanguageCodeTable).
+absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,
+                                                  const std::string& pair,
+                                                  const LanguageTokenTable& tokens);
 // The same from the model's files alone, without its vocabulary (so no multilingual targets):
 // what a listing knows of a model whose tokenizer only loads with the model.
 absl::StatusOr<ModelLanguages> ReadModelLanguages(const std::string& model_dir,

@@ -89,6 +89,30 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadModelDirectory(
 
 namespace {
 
+// See Ct2LanguageCodes. A piece of another model that happens to look like a code is not one.
+std::vector<std::string> LanguageCodesOf(const Ct2Vocabulary& v) {
+  std::vector<std::string> codes;
+  int64_t first = -1, last = -1;
+  for (int64_t i = 0; i < v.size(); ++i) {
+    if (!IsM2m100LanguageToken(v.token(i))) continue;
+    if (first < 0) first = i;
+    last = i;
+    codes.push_back(v.token(i));
+  }
+  if (codes.size() < 2 || last - first + 1 != static_cast<int64_t>(codes.size())) return {};
+  return codes;
+}
+
+}  // namespace
+
+std::vector<std::string> Ct2LanguageCodes(const std::string& dir) {
+  if (!IsCt2Directory(dir) || IsArgosPackage(dir)) return {};
+  auto opened = OpenCt2Directory(WeightsFolder(dir));
+  return opened.ok() ? LanguageCodesOf(*opened->source_vocabulary) : std::vector<std::string>();
+}
+
+namespace {
+
 // The SentencePiece models of a CTranslate2 directory: (source, target) paths, or empty.
 std::pair<fs::path, fs::path> Ct2SentencePieceFiles(const fs::path& dir) {
   if (IsRegularFile(dir / "source.spm") && IsRegularFile(dir / "target.spm")) {
@@ -154,10 +178,7 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadCt2Tokenizer(const std::str
   // An M2M-100 / NLLB-200 conversion: its codes start the source and are forced on the target;
   // its users feed the Hugging Face tokenizer's [code] pieces [</s>] (docs/m2m100-format.md).
   if (!marian_conversion && !argos_package) {
-    for (int64_t i = 0; i < opened->source_vocabulary->size(); ++i) {
-      const std::string& token = opened->source_vocabulary->token(i);
-      if (IsM2m100LanguageToken(token)) parts.language_tokens.push_back(token);
-    }
+    parts.language_tokens = LanguageCodesOf(*opened->source_vocabulary);
     if (!parts.language_tokens.empty()) {
       parts.append_eos = true;
       parts.hidden_tokens = {"<s>", "<mask>"};

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model/loader/marian_loader.h"
@@ -35,6 +36,11 @@ int64_t EstimateWeightBytes(const std::string& dir);
 // package's model/).
 bool IsCt2Directory(const std::string& dir);
 
+// The language codes of a CTranslate2 directory converted from an M2M-100 / NLLB-200 model (its
+// vocabulary's tokens written as codes: several, one after the other), in vocabulary order;
+// empty for any other directory, an Argos Translate package included.
+std::vector<std::string> Ct2LanguageCodes(const std::string& dir);
+
 // The model in `dir`: a CTranslate2 directory (model.bin: LoadCt2Transformer) or a Hugging Face
 // Marian checkpoint (LoadMarianModel), packed in `pack` (nullopt: row-major float32). An Argos
 // package's generation defaults are Argos Translate's: beam 4, length penalty 0.2.
@@ -44,10 +50,11 @@ absl::StatusOr<std::unique_ptr<MarianModel>> LoadModelDirectory(
 // The tokenizer of `model`, loaded from `dir`. A Marian checkpoint's own files; for a
 // CTranslate2 directory, the SentencePiece models its users run beside it (source.spm and
 // target.spm, as OPUS-MT conversions keep them; else sentencepiece.model in the directory or
-// its parent, as an Argos Translate package holds it) with the directory's vocabularies as the
-// id map. The source gets the bos token when config.json's add_source_bos says so, and the eos
-// token when add_source_eos says so or the model is a Marian conversion (it starts from a zero
-// embedding: its users feed the Hugging Face tokenizer's pieces, which end in eos).
+// its parent, as an Argos Translate package holds it, or M2M-100 / NLLB-200's
+// sentencepiece.bpe.model) with the directory's vocabularies as the id map, and the language
+// codes of Ct2LanguageCodes. The source gets the bos token when config.json's add_source_bos says
+// so, and the eos token when add_source_eos says so or the model is a Marian conversion (it starts
+// from a zero embedding: its users feed the Hugging Face tokenizer's pieces, which end in eos).
 absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadTokenizer(const std::string& dir,
                                                                const MarianModel& model);
 

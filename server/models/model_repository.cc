@@ -78,8 +78,10 @@ void ReadListing(const std::string& name, const std::string& dir, const std::str
   // Argos) is listed with the pair its files name.
   const bool m2m = config.ok() && config->architecture == MarianConfig::Architecture::kM2m100;
   auto tokenizer = m2m ? LoadM2m100Tokenizer(dir) : MarianTokenizer::Load(dir);
-  auto l =
-      tokenizer.ok() ? ReadModelLanguages(dir, pair, **tokenizer) : ReadModelLanguages(dir, pair);
+  const std::vector<std::string> ct2_codes = Ct2LanguageCodes(dir);
+  auto l = tokenizer.ok()       ? ReadModelLanguages(dir, pair, **tokenizer)
+           : !ct2_codes.empty() ? ReadModelLanguages(dir, pair, LanguageCodeTable(ct2_codes))
+                                : ReadModelLanguages(dir, pair);
   if (l.ok()) *languages = *std::move(l);
   info->set_source_language(languages->source);
   info->set_target_language(languages->target);

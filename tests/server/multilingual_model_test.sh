@@ -10,7 +10,7 @@
 #    serves goes to it; the others to the multilingual model that has both languages.
 #  - transerve-translate, given the pair as flags, gives the reference's translations too.
 #  - ListModels and /languages list every language the multilingual models read and write.
-#  - A CTranslate2 directory of such a model, named before its first load, is told the pair too.
+#  - A CTranslate2 directory of such a model is listed with its languages and told the pair.
 #  - No target language, or a source the model does not read, is a clear INVALID_ARGUMENT (400
 #    over HTTP), and the server goes on.
 # Usage: multilingual_model_test.sh BIN_DIR SOURCE_DIR
@@ -196,9 +196,9 @@ code="$(curl -s -o "$work/lt_refused" -w '%{http_code}' -H 'Content-Type: applic
   -d '{"q": "hello", "source": "ko", "target": "fr"}' "$http/translate")"
 [ "$code" = 400 ] || fail "LibreTranslate ko->fr: HTTP $code $(cat "$work/lt_refused")"
 
-# A CTranslate2 directory of the NLLB model, asked for by name before it is loaded (its listing
-# cannot name its languages: they come with the load), gets the language tokens all the same:
-# the answers of transerve-translate on the same directory.
+# A CTranslate2 directory of the NLLB model: listed with the languages its vocabulary's codes
+# name before it is loaded, and asked for by name before its load, it answers as
+# transerve-translate does on the same directory.
 /usr/bin/python3 "$src/tools/reference/m2m_to_ct2.py" --model_dir="$work/repo/nllb-random" \
   --out="$work/nllb-ct2" > "$work/convert.log" 2>&1 || fail "convert to CTranslate2"
 "$bin/transerve-translate" --model_dir="$work/nllb-ct2" --num_threads=2 --dtype=float32 \
@@ -206,10 +206,12 @@ code="$(curl -s -o "$work/lt_refused" -w '%{http_code}' -H 'Content-Type: applic
   2> "$work/translate.log" || fail "transerve-translate on the CTranslate2 directory"
 mv "$work/nllb-ct2" "$work/repo/nllb-ct2"
 for _ in $(seq 1 100); do
-  "$bin/transerve-client" --target="$target" --list_models 2> /dev/null | grep -q '^nllb-ct2' \
-    && break
+  "$bin/transerve-client" --target="$target" --list_models > "$work/models" 2> /dev/null
+  grep -q '^nllb-ct2' "$work/models" && break
   sleep 0.1
 done
+grep -qP '^nllb-ct2\t.*\tnot loaded\tde,en,es,fr,ru,zh->de,en,es,fr,ru,zh$' "$work/models" \
+  || fail "the CTranslate2 directory's listing: $(cat "$work/models")"
 "$bin/transerve-client" --target="$target" --model=nllb-ct2 --source_language=fr \
   --target_language=zh < "$work/in.txt" > "$work/got.ct2" 2> "$work/ct2.err" \
   || fail "the CTranslate2 directory: $(cat "$work/ct2.err")"
