@@ -14,7 +14,6 @@ an oracle (bench/), without the transformers package:
 
 import argparse
 import json
-import math
 import os
 import shutil
 import sys
@@ -25,9 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import m2m_reference as m2m  # noqa: E402
 import m2m_tokenizer_reference as tr  # noqa: E402
 import make_random_ct2_model as writer  # noqa: E402
-import marian_reference as mr  # noqa: E402
-
-ACTIVATIONS = {"relu": 0, "gelu_new": 1, "gelu_fast": 1, "swish": 2, "silu": 2, "gelu": 3}
+import marian_to_ct2 as m2c  # noqa: E402
 
 
 def vocabulary(model_dir: str, rows: int) -> list:
@@ -52,74 +49,19 @@ def vocabulary(model_dir: str, rows: int) -> list:
 
 
 def build_spec(model_dir: str):
-    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    cfg, get = m2c.checkpoint_reader(model_dir)
     if cfg.get("model_type") != "m2m_100":
         raise SystemExit(f"{model_dir}: model_type {cfg.get('model_type')!r}, expected m2m_100")
-    tensors, _, _ = mr.read_safetensors(os.path.join(model_dir, "model.safetensors"))
-
-    def get(name):
-        for candidate in (name, name.replace("model.", "", 1)):
-            if candidate in tensors:
-                return tensors[candidate].astype(np.float32)
-        raise KeyError(name)
-
-    d = cfg["d_model"]
     pad = cfg["pad_token_id"]
-    embeddings = get("model.shared.weight")
-    spec = {}
-
-    def attr(name, value, dtype):
-        spec[name] = np.asarray(value, dtype=dtype)
-
-    def linear(scope, prefix):
-        spec[scope + "/weight"] = get(prefix + ".weight")
-        spec[scope + "/bias"] = get(prefix + ".bias")
-
-    def fused(scope, prefix, parts):
-        spec[scope + "/weight"] = np.concatenate([get(f"{prefix}.{p}.weight") for p in parts])
-        spec[scope + "/bias"] = np.concatenate([get(f"{prefix}.{p}.bias") for p in parts])
-
-    def norm(scope, prefix):
-        spec[scope + "/gamma"] = get(prefix + ".weight")
-        spec[scope + "/beta"] = get(prefix + ".bias")
-
     rows = cfg["max_position_embeddings"] + pad + 1
-    table = m2m.m2m_positions(rows, d, pad).numpy()[pad + 1:].astype(np.float32)
-    scale = math.sqrt(d) if cfg.get("scale_embedding", False) else 1.0
-    for side in ("encoder", "decoder"):
-        attr(f"{side}/num_heads", cfg[f"{side}_attention_heads"], np.int16)
-        attr(f"{side}/pre_norm", 1, np.int8)
-        attr(f"{side}/activation", ACTIVATIONS[cfg["activation_function"]], np.int8)
-        attr(f"{side}/scale_embeddings", scale, np.float32)
-        spec[f"{side}/position_encodings/encodings"] = table
-        norm(f"{side}/layer_norm", f"model.{side}.layer_norm")
-        for i in range(cfg[f"{side}_layers"]):
-            p, hf = f"{side}/layer_{i}", f"model.{side}.layers.{i}"
-            fused(p + "/self_attention/linear_0", hf + ".self_attn", ["q_proj", "k_proj", "v_proj"])
-            linear(p + "/self_attention/linear_1", hf + ".self_attn.out_proj")
-            norm(p + "/self_attention/layer_norm", hf + ".self_attn_layer_norm")
-            if side == "decoder":
-                linear(p + "/attention/linear_0", hf + ".encoder_attn.q_proj")
-                fused(p + "/attention/linear_1", hf + ".encoder_attn", ["k_proj", "v_proj"])
-                linear(p + "/attention/linear_2", hf + ".encoder_attn.out_proj")
-                norm(p + "/attention/layer_norm", hf + ".encoder_attn_layer_norm")
-            linear(p + "/ffn/linear_0", hf + ".fc1")
-            linear(p + "/ffn/linear_1", hf + ".fc2")
-            norm(p + "/ffn/layer_norm", hf + ".final_layer_norm")
+    table = m2m.m2m_positions(rows, cfg["d_model"], pad).numpy()[pad + 1:].astype(np.float32)
+    spec = m2c.stacks_spec(cfg, get, table, pre_norm=True)
+    embeddings = get("model.shared.weight")
     spec["encoder/embeddings_0/weight"] = embeddings
     spec["decoder/embeddings/weight"] = embeddings.copy()
     spec["decoder/projection/weight"] = embeddings.copy()
-    attr("encoder/embeddings_merge", 0, np.int8)
-    attr("encoder/multi_query_attention", 0, np.int8)
-    attr("decoder/alignment_layer", -1, np.int16)
-    attr("decoder/alignment_heads", 1, np.int16)
-    attr("decoder/start_from_zero_embedding", 0, np.int8)
-    for flag in ("alibi", "alibi_use_positive_positions", "scale_alibi"):
-        attr(f"decoder/{flag}", 0, np.int8)
-    config = {"add_source_bos": False, "add_source_eos": False, "bos_token": "<s>",
-              "decoder_start_token": "</s>", "eos_token": "</s>", "layer_norm_epsilon": None,
-              "multi_query_attention": False, "unk_token": "<unk>"}
-    return spec, vocabulary(model_dir, embeddings.shape[0]), config
+    spec["decoder/start_from_zero_embedding"] = np.asarray(0, dtype=np.int8)
+    return spec, vocabulary(model_dir, embeddings.shape[0]), dict(m2c.CONFIG)
 
 
 def main(argv=None) -> int:

@@ -27,27 +27,10 @@ import marian_reference as mr  # noqa: E402
 ACTIVATIONS = {"relu": 0, "gelu_new": 1, "gelu_fast": 1, "swish": 2, "silu": 2, "gelu": 3}
 
 
-def build_spec(model_dir: str):
-    cfg = json.load(open(os.path.join(model_dir, "config.json")))
-    tensors, _, _ = mr.read_safetensors(os.path.join(model_dir, "model.safetensors"))
-
-    def get(name):
-        for candidate in (name, name.replace("model.", "", 1)):
-            if candidate in tensors:
-                return tensors[candidate].astype(np.float32)
-        raise KeyError(name)
-
-    d = cfg["d_model"]
-    vocab = json.load(open(os.path.join(model_dir, "vocab.json")))
-    tokens = [None] * (max(vocab.values()) + 1)
-    for piece, i in vocab.items():
-        tokens[i] = piece
-    pad = cfg["pad_token_id"]
-    if pad != len(tokens) - 1 or tokens[pad] != "<pad>":
-        raise SystemExit("expected <pad> as the last vocabulary entry, as OPUS-MT checkpoints have")
-    tokens = tokens[:-1]
-
-    embeddings = get("model.shared.weight")[:-1]
+def stacks_spec(cfg: dict, get, positions, pre_norm: bool) -> dict:
+    """Both stacks of a Hugging Face encoder-decoder checkpoint (Marian, M2M-100) as
+    TransformerSpec variables: attributes, positions, layers and, pre-norm, the final norms.
+    `get(name)` returns a float32 tensor of the checkpoint."""
     spec = {}
 
     def attr(name, value, dtype):
@@ -65,14 +48,16 @@ def build_spec(model_dir: str):
         spec[scope + "/gamma"] = get(prefix + ".weight")
         spec[scope + "/beta"] = get(prefix + ".bias")
 
-    table = mr.sinusoidal_table(cfg["max_position_embeddings"], d).astype(np.float32)
+    d = cfg["d_model"]
     scale = math.sqrt(d) if cfg.get("scale_embedding", False) else 1.0
     for side in ("encoder", "decoder"):
         attr(f"{side}/num_heads", cfg[f"{side}_attention_heads"], np.int16)
-        attr(f"{side}/pre_norm", 0, np.int8)
+        attr(f"{side}/pre_norm", 1 if pre_norm else 0, np.int8)
         attr(f"{side}/activation", ACTIVATIONS[cfg["activation_function"]], np.int8)
         attr(f"{side}/scale_embeddings", scale, np.float32)
-        spec[f"{side}/position_encodings/encodings"] = table
+        spec[f"{side}/position_encodings/encodings"] = positions
+        if pre_norm:
+            norm(f"{side}/layer_norm", f"model.{side}.layer_norm")
         for i in range(cfg[f"{side}_layers"]):
             p, hf = f"{side}/layer_{i}", f"model.{side}.layers.{i}"
             fused(p + "/self_attention/linear_0", hf + ".self_attn", ["q_proj", "k_proj", "v_proj"])
@@ -86,20 +71,56 @@ def build_spec(model_dir: str):
             linear(p + "/ffn/linear_0", hf + ".fc1")
             linear(p + "/ffn/linear_1", hf + ".fc2")
             norm(p + "/ffn/layer_norm", hf + ".final_layer_norm")
-    spec["encoder/embeddings_0/weight"] = embeddings
-    spec["decoder/embeddings/weight"] = embeddings.copy()
-    spec["decoder/projection/weight"] = embeddings.copy()
-    spec["decoder/projection/bias"] = get("final_logits_bias").reshape(-1)[:-1]
     attr("encoder/embeddings_merge", 0, np.int8)
     attr("encoder/multi_query_attention", 0, np.int8)
     attr("decoder/alignment_layer", -1, np.int16)
     attr("decoder/alignment_heads", 1, np.int16)
-    attr("decoder/start_from_zero_embedding", 1, np.int8)
     for flag in ("alibi", "alibi_use_positive_positions", "scale_alibi"):
         attr(f"decoder/{flag}", 0, np.int8)
-    config = {"add_source_bos": False, "add_source_eos": False, "bos_token": "<s>",
-              "decoder_start_token": "</s>", "eos_token": "</s>", "layer_norm_epsilon": None,
-              "multi_query_attention": False, "unk_token": "<unk>"}
+    return spec
+
+
+def checkpoint_reader(model_dir: str):
+    """config.json and a `get(name)` over model.safetensors (names with or without "model.")."""
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    tensors, _, _ = mr.read_safetensors(os.path.join(model_dir, "model.safetensors"))
+
+    def get(name):
+        for candidate in (name, name.replace("model.", "", 1)):
+            if candidate in tensors:
+                return tensors[candidate].astype(np.float32)
+        raise KeyError(name)
+
+    return cfg, get
+
+
+# The special tokens both conversions write.
+CONFIG = {"add_source_bos": False, "add_source_eos": False, "bos_token": "<s>",
+          "decoder_start_token": "</s>", "eos_token": "</s>", "layer_norm_epsilon": None,
+          "multi_query_attention": False, "unk_token": "<unk>"}
+
+
+def build_spec(model_dir: str):
+    cfg, get = checkpoint_reader(model_dir)
+    d = cfg["d_model"]
+    vocab = json.load(open(os.path.join(model_dir, "vocab.json")))
+    tokens = [None] * (max(vocab.values()) + 1)
+    for piece, i in vocab.items():
+        tokens[i] = piece
+    pad = cfg["pad_token_id"]
+    if pad != len(tokens) - 1 or tokens[pad] != "<pad>":
+        raise SystemExit("expected <pad> as the last vocabulary entry, as OPUS-MT checkpoints have")
+    tokens = tokens[:-1]
+
+    embeddings = get("model.shared.weight")[:-1]
+    table = mr.sinusoidal_table(cfg["max_position_embeddings"], d).astype(np.float32)
+    spec = stacks_spec(cfg, get, table, pre_norm=False)
+    spec["encoder/embeddings_0/weight"] = embeddings
+    spec["decoder/embeddings/weight"] = embeddings.copy()
+    spec["decoder/projection/weight"] = embeddings.copy()
+    spec["decoder/projection/bias"] = get("final_logits_bias").reshape(-1)[:-1]
+    spec["decoder/start_from_zero_embedding"] = np.asarray(1, dtype=np.int8)
+    config = dict(CONFIG)
     return spec, tokens, config
 
 
