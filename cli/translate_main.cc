@@ -72,28 +72,16 @@ struct TextResult {
   nlohmann::json nbest = nlohmann::json::array();
 };
 
-// --language and --target_language as a multilingual model's tokens. INVALID_ARGUMENT for a
-// language the model lacks, or an M2M-100 / NLLB-200 model without a target language.
+// --language and --target_language as a multilingual model's tokens (LanguageTokenTable::Resolve's
+// refusals).
 absl::Status ApplyLanguages(const Translator& t, SegmentSettings* settings,
                             DecodingOptions* options) {
-  const LanguageTokenTable table = ReadLanguageTokens(t.tokenizer());
   const std::string source = text::CanonicalLanguage(absl::GetFlag(FLAGS_language));
   const std::string target = text::CanonicalLanguage(absl::GetFlag(FLAGS_target_language));
-  if (table.targets.empty()) return absl::OkStatus();  // a bilingual model writes its own
-  if (table.target_forced && target.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("this model writes ", table.targets.size(),
-                                                   " languages: name one with --target_language"));
-  }
-  const LanguageTokens tokens = table.For(source, target);
-  if (!target.empty() && tokens.target.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("this model does not write '", target, "' (--target_language)"));
-  }
-  if (!table.sources.empty() && tokens.source.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("this model does not read '", source, "' (--language)"));
-  }
-  return ApplyLanguageTokens(t.tokenizer(), tokens, settings, options);
+  auto tokens =
+      ReadLanguageTokens(t.tokenizer()).Resolve(absl::GetFlag(FLAGS_model_dir), source, target);
+  if (!tokens.ok()) return tokens.status();
+  return ApplyLanguageTokens(t.tokenizer(), *tokens, settings, options);
 }
 
 TextResult Assemble(const Translator& t, const DocumentSegments& doc,

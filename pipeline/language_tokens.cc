@@ -15,6 +15,26 @@ LanguageTokens LanguageTokenTable::For(const std::string& source, const std::str
   return tokens;
 }
 
+absl::StatusOr<LanguageTokens> LanguageTokenTable::Resolve(const std::string& model,
+                                                           const std::string& source,
+                                                           const std::string& target) const {
+  LanguageTokens tokens = For(source, target);
+  if (target_forced && target.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", model, "' translates into ",
+                                                   targets.size(),
+                                                   " languages: name one in target_language"));
+  }
+  if (!target.empty() && !targets.empty() && tokens.target.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", model, "' does not translate into '", target, "'"));
+  }
+  if (!sources.empty() && !source.empty() && tokens.source.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", model, "' does not read '", source, "'"));
+  }
+  return tokens;
+}
+
 LanguageTokenTable LanguageCodeTable(const std::vector<std::string>& codes) {
   LanguageTokenTable table;
   for (const std::string& token : codes) {

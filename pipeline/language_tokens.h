@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "model/decoding/decoding_options.h"
 #include "model/tokenizer/marian_tokenizer.h"
 #include "pipeline/document_segments.h"
@@ -33,6 +34,11 @@ struct LanguageTokenTable {
 
   // The tokens for the pair (each "" where the model needs none or lacks the language).
   LanguageTokens For(const std::string& source, const std::string& target) const;
+  // The same, refused (INVALID_ARGUMENT, naming `model`) where the model cannot be told the
+  // pair: a target it lacks, no target where it forces one, a source it does not read. An
+  // empty `source` passes (a caller detects one where `sources` is not empty).
+  absl::StatusOr<LanguageTokens> Resolve(const std::string& model, const std::string& source,
+                                         const std::string& target) const;
 };
 
 // A tokenizer with language tokens reads them (LanguageCodeTable); else the target

@@ -169,7 +169,7 @@ void Admit(ServiceContext& context, const grpc::CallbackServerContext* ctx,
         if (auto s = EnsureSource(routed.model, served, request, &routed); !s.ok()) {
           return done(s);
         }
-        auto tokens = LanguageTokensFor(routed.model, served, routed.source, routed.target);
+        auto tokens = served.tokens.Resolve(routed.model, routed.source, routed.target);
         if (!tokens.ok()) return done(tokens.status());
         admitted.deadline = routed.deadline;
         admitted.detected_language = routed.detected_language;

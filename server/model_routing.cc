@@ -34,7 +34,7 @@ std::string Shown(const std::string& s) {
 absl::StatusOr<Route> RouteTo(const std::vector<RoutableModel>& models, size_t i,
                               const LanguageRequest& request) {
   const ModelLanguages& l = models[i].languages;
-  auto tokens = LanguageTokensFor(models[i].name, l, request.source, request.target);
+  auto tokens = l.tokens.Resolve(models[i].name, request.source, request.target);
   if (!tokens.ok()) return tokens.status();
   Route route;
   route.model = i;
@@ -45,24 +45,6 @@ absl::StatusOr<Route> RouteTo(const std::vector<RoutableModel>& models, size_t i
 }
 
 }  // namespace
-
-absl::StatusOr<LanguageTokens> LanguageTokensFor(const std::string& name, const ModelLanguages& l,
-                                                 const std::string& source,
-                                                 const std::string& target) {
-  LanguageTokens tokens = l.tokens.For(source, target);
-  if (l.tokens.target_forced && tokens.target.empty()) {
-    return absl::InvalidArgumentError(
-        target.empty()
-            ? absl::StrCat("model '", name, "' translates into ", l.tokens.targets.size(),
-                           " languages: name one in target_language")
-            : absl::StrCat("model '", name, "' does not translate into '", target, "'"));
-  }
-  if (l.NeedsSource() && !source.empty() && tokens.source.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model '", name, "' does not read '", source, "'"));
-  }
-  return tokens;
-}
 
 absl::StatusOr<Route> RouteRequest(const std::vector<RoutableModel>& models,
                                    const LanguageRequest& request) {

@@ -32,13 +32,6 @@ struct Route {
   bool needs_source = false;
 };
 
-// The tokens that tell model `name` (of languages `l`) the pair. INVALID_ARGUMENT when it forces
-// a target token and has none for `target` (or none is named), or reads only some sources and
-// not `source`; an empty `source` passes (the caller detects one: Route::needs_source).
-absl::StatusOr<LanguageTokens> LanguageTokensFor(const std::string& name, const ModelLanguages& l,
-                                                 const std::string& source,
-                                                 const std::string& target);
-
 // NOT_FOUND: no model of that name, or none for the pair (the message lists what is served);
 // INVALID_ARGUMENT: the named model does not serve the named pair. With no model and no target
 // language, the first (default) model, unless a source language is named that it does not
