@@ -39,7 +39,6 @@ absl::StatusOr<Route> RouteTo(const std::vector<RoutableModel>& models, size_t i
   Route route;
   route.model = i;
   route.tokens = *std::move(tokens);
-  route.target_token = route.tokens.target;
   route.needs_source = l.NeedsSource() && route.tokens.source.empty();
   return route;
 }

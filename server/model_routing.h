@@ -23,9 +23,9 @@ struct LanguageRequest {
 };
 
 struct Route {
-  size_t model = 0;          // index into the models
-  std::string target_token;  // put before every segment ("" for a bilingual model)
-  // How the request's languages reach the model (tokens.target is target_token).
+  size_t model = 0;  // index into the models
+  // How the request's languages reach the model (tokens.target: ">>deu<<" before every segment,
+  // or a forced code; "" for a bilingual model).
   LanguageTokens tokens;
   // The model needs a source language the request did not name (ModelLanguages::NeedsSource):
   // the caller detects one and routes again with it.

@@ -45,14 +45,14 @@ TEST(RouteRequest, NoModelNoLanguageIsTheDefault) {
   auto r = RouteOf("", "", "");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->model, 0u);
-  EXPECT_EQ(r->target_token, "");
+  EXPECT_EQ(r->tokens.target, "");
 }
 
 TEST(RouteRequest, APairPicksTheBilingualModelFirst) {
   auto r = RouteOf("", "en", "de");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->model, 0u);
-  EXPECT_EQ(r->target_token, "");
+  EXPECT_EQ(r->tokens.target, "");
   r = RouteOf("", "en", "fr");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->model, 1u);
@@ -65,11 +65,11 @@ TEST(RouteRequest, AMultilingualTargetGetsItsToken) {
   auto r = RouteOf("", "en", "es");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->model, 3u);
-  EXPECT_EQ(r->target_token, ">>spa<<");
+  EXPECT_EQ(r->tokens.target, ">>spa<<");
   // Named, the multilingual model also serves a language a bilingual model has.
   r = RouteOf("en-mul", "", "de");
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->target_token, ">>deu<<");
+  EXPECT_EQ(r->tokens.target, ">>deu<<");
 }
 
 TEST(RouteRequest, AMultilingualSourceReadsAnyLanguage) {
