@@ -29,6 +29,12 @@ struct DocumentSegments {
   std::vector<std::vector<int32_t>> ids;  // per segment, EOS included
 };
 
+// One segment's text as the model's source ids: the settings' language tokens, EOS, and the
+// token limit (cut to it with `truncate`, else INVALID_ARGUMENT).
+absl::StatusOr<std::vector<int32_t>> TokenizeSegment(const Translator& translator,
+                                                     std::string_view text,
+                                                     const SegmentSettings& settings);
+
 // INVALID_ARGUMENT for markup that cannot be handled, or (sentence splitting off, no truncate)
 // a segment over the token limit.
 absl::StatusOr<DocumentSegments> SegmentDocument(const Translator& translator,
@@ -36,15 +42,28 @@ absl::StatusOr<DocumentSegments> SegmentDocument(const Translator& translator,
                                                  const text::DocumentOptions& options,
                                                  const SegmentSettings& settings);
 
+// The models a translation went through: one, or the two legs of a pivot (the source ids are
+// the first's, the target ids the second's, and the alignment joins the two).
+struct TranslationSides {
+  TranslationSides(const Translator& both) : source(both), target(both) {}  // NOLINT: one model
+  TranslationSides(const Translator& source, const Translator& target)
+      : source(source), target(target) {}
+  bool pivot() const { return &source != &target; }
+
+  const Translator& source;
+  const Translator& target;
+};
+
 // Hypothesis `h` of a segment (its model text and source ids) as the text layer sees it: the
 // pieces as byte ranges of the model text and of the translation, with the hypothesis's
-// alignment weights (none when it has no alignment).
-text::AlignedTranslation ToAligned(const Translator& translator, std::string_view model_text,
+// alignment weights (none when it has no alignment). Unknowns are replaced from the source
+// only where one model made the translation.
+text::AlignedTranslation ToAligned(const TranslationSides& sides, std::string_view model_text,
                                    const std::vector<int32_t>& source_ids, const Hypothesis& h);
 
 // Hypothesis j of a whole document: each segment's j-th hypothesis (its last when it has fewer)
 // restored and put back together. `sources` and `results` are the document's segments'.
-std::string AssembleHypothesis(const Translator& translator, const text::Document& document,
+std::string AssembleHypothesis(const TranslationSides& sides, const text::Document& document,
                                std::span<const std::vector<int32_t>> sources,
                                std::span<const SearchResult> results, size_t j);
 

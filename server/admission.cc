@@ -65,8 +65,10 @@ namespace {
 // What is known of a request before its model's version is at hand.
 struct Routed {
   std::string model;
-  std::string source;  // canonical, as named or detected; "" = not known
-  std::string target;  // canonical; "" = the model's own
+  std::string source;          // canonical, as named or detected; "" = not known
+  std::string target;          // canonical; "" = the model's own
+  std::string second_model;    // a pivot's second leg; "" for one model
+  std::string pivot_language;  // the language between the legs
   bool detection_ran = false;
   std::string detected_language;
   float detected_confidence = 0;
@@ -104,6 +106,30 @@ absl::Status EnsureSource(const std::string& name, const ModelLanguages& l,
   return absl::OkStatus();
 }
 
+// A pair no model translates (`direct` is RouteRequest's NOT_FOUND), through the server's
+// pivot language: the source is detected when the request names none. `direct`, with why no
+// pivot serves either, when none does.
+absl::StatusOr<PivotRoute> PivotOf(const ServiceContext& context,
+                                   const v1::TranslateRequest& request,
+                                   const std::vector<RoutableModel>& models,
+                                   const absl::Status& direct, LanguageRequest* languages,
+                                   Routed* routed) {
+  const std::string& via = context.config.pivot_language;
+  if (!absl::IsNotFound(direct) || via.empty() || !languages->model.empty() ||
+      languages->target.empty()) {
+    return direct;
+  }
+  if (languages->source.empty() && !routed->detection_ran) {
+    languages->source = DetectSource(request, routed);
+  }
+  auto pivot = RoutePivot(models, *languages, via);
+  if (!pivot.ok()) {
+    return absl::NotFoundError(
+        absl::StrCat(direct.message(), "; nor through '", via, "': ", pivot.status().message()));
+  }
+  return pivot;
+}
+
 absl::StatusOr<Routed> RouteOf(ServiceContext& context, const grpc::CallbackServerContext* ctx,
                                const v1::TranslateRequest& request) {
   if (auto s = Authenticate(context, ctx); !s.ok()) return s;
@@ -125,18 +151,25 @@ absl::StatusOr<Routed> RouteOf(ServiceContext& context, const grpc::CallbackServ
   }
   const auto models = context.repository->Routable();
   auto route = RouteRequest(*models, languages);
-  if (!route.ok()) return route.status();
-  if (route->needs_source) {
-    // The model's sources start with their language's token: one must be named or detected,
-    // and may then be served by another model.
-    routed.source = languages.source;
-    const RoutableModel& m = (*models)[route->model];
-    if (auto s = EnsureSource(m.name, m.languages, request, &routed); !s.ok()) return s;
-    languages.source = routed.source;
-    route = RouteRequest(*models, languages);
-    if (!route.ok()) return route.status();
+  if (!route.ok()) {
+    auto pivot = PivotOf(context, request, *models, route.status(), &languages, &routed);
+    if (!pivot.ok()) return pivot.status();
+    routed.model = (*models)[pivot->first.model].name;
+    routed.second_model = (*models)[pivot->second.model].name;
+    routed.pivot_language = pivot->language;
+  } else {
+    if (route->needs_source) {
+      // The model's sources start with their language's token: one must be named or detected,
+      // and may then be served by another model.
+      routed.source = languages.source;
+      const RoutableModel& m = (*models)[route->model];
+      if (auto s = EnsureSource(m.name, m.languages, request, &routed); !s.ok()) return s;
+      languages.source = routed.source;
+      route = RouteRequest(*models, languages);
+      if (!route.ok()) return route.status();
+    }
+    routed.model = (*models)[route->model].name;
   }
-  routed.model = (*models)[route->model].name;
   routed.source = languages.source;
   routed.target = languages.target;
   routed.deadline = DeadlineOf(ctx);
@@ -148,43 +181,86 @@ absl::StatusOr<Routed> RouteOf(ServiceContext& context, const grpc::CallbackServ
 
 }  // namespace
 
+namespace {
+
+// The admission of a routed request once its model (and a pivot's second) is at hand.
+absl::StatusOr<Admission> Prepare(ServiceContext& context, const v1::TranslateRequest& request,
+                                  Routed routed, ModelLease lease, ModelLease second) {
+  Admission admitted;
+  admitted.lease = std::move(lease);
+  admitted.model = admitted.lease.get();
+  // The languages of the version loaded (a listing may not have known them).
+  const ModelLanguages& served = admitted.model->languages;
+  if (auto s = EnsureSource(routed.model, served, request, &routed); !s.ok()) return s;
+  const bool pivot = static_cast<bool>(second);
+  auto tokens = served.tokens.Resolve(routed.model, routed.source,
+                                      pivot ? routed.pivot_language : routed.target);
+  if (!tokens.ok()) return tokens.status();
+  admitted.deadline = routed.deadline;
+  admitted.detected_language = routed.detected_language;
+  admitted.detected_confidence = routed.detected_confidence;
+  // Sentence break rules: the source's language as asked or detected, else the model's.
+  const std::string& split =
+      routed.source.empty() || routed.source == "mul" ? served.source : routed.source;
+  auto prepared =
+      PrepareRequest(request, *admitted.model->translator, context.config.limits, *tokens, split);
+  if (!prepared.ok()) return prepared.status();
+  admitted.prepared = *std::move(prepared);
+  if (pivot) {
+    auto leg = PreparePivotLeg(request, context.config.limits, std::move(second),
+                               routed.pivot_language, routed.target);
+    if (!leg.ok()) return leg.status();
+    admitted.pivot = *std::move(leg);
+  }
+  if (admitted.deadline <= absl::Now()) {
+    return absl::DeadlineExceededError("the deadline passed while the model loaded");
+  }
+  return admitted;
+}
+
+}  // namespace
+
+std::string Admission::name() const {
+  return pivot ? absl::StrCat(model->name, "+", pivot->model->name) : model->name;
+}
+
+void Admission::FillPivot(v1::Pivot* out) const {
+  if (!pivot) return;
+  out->set_language(pivot->language);
+  out->set_first_model(model->name);
+  out->set_second_model(pivot->model->name);
+}
+
 void Admit(ServiceContext& context, const grpc::CallbackServerContext* ctx,
            const v1::TranslateRequest& request, std::string* model_name,
            std::function<bool()> cancelled, std::function<void(absl::StatusOr<Admission>)> done) {
   auto routed = RouteOf(context, ctx, request);
   if (!routed.ok()) return done(routed.status());
-  *model_name = routed->model;
+  *model_name = routed->second_model.empty()
+                    ? routed->model
+                    : absl::StrCat(routed->model, "+", routed->second_model);
   const std::string model = routed->model;
   const absl::Time deadline = routed->deadline;
   context.repository->Acquire(
-      model, deadline, std::move(cancelled),
-      [&context, &request, routed = *std::move(routed),
+      model, deadline, cancelled,
+      [&context, &request, routed = *std::move(routed), cancelled,
        done = std::move(done)](absl::StatusOr<ModelLease> lease) mutable {
         if (!lease.ok()) return done(lease.status());
-        Admission admitted;
-        admitted.lease = *std::move(lease);
-        admitted.model = admitted.lease.get();
-        // The languages of the version loaded (a listing may not have known them).
-        const ModelLanguages& served = admitted.model->languages;
-        if (auto s = EnsureSource(routed.model, served, request, &routed); !s.ok()) {
-          return done(s);
+        if (routed.second_model.empty()) {
+          return done(Prepare(context, request, std::move(routed), *std::move(lease), {}));
         }
-        auto tokens = served.tokens.Resolve(routed.model, routed.source, routed.target);
-        if (!tokens.ok()) return done(tokens.status());
-        admitted.deadline = routed.deadline;
-        admitted.detected_language = routed.detected_language;
-        admitted.detected_confidence = routed.detected_confidence;
-        // Sentence break rules: the source's language as asked or detected, else the model's.
-        const std::string& split =
-            routed.source.empty() || routed.source == "mul" ? served.source : routed.source;
-        auto prepared = PrepareRequest(request, *admitted.model->translator, context.config.limits,
-                                       *tokens, split);
-        if (!prepared.ok()) return done(prepared.status());
-        admitted.prepared = *std::move(prepared);
-        if (admitted.deadline <= absl::Now()) {
-          return done(absl::DeadlineExceededError("the deadline passed while the model loaded"));
-        }
-        done(std::move(admitted));
+        // A pivot: the second leg's model once the first's is held (both serve every segment).
+        auto first = std::make_shared<ModelLease>(*std::move(lease));
+        const std::string second = routed.second_model;
+        const absl::Time deadline = routed.deadline;
+        context.repository->Acquire(
+            second, deadline, std::move(cancelled),
+            [&context, &request, routed = std::move(routed), first,
+             done = std::move(done)](absl::StatusOr<ModelLease> lease) mutable {
+              if (!lease.ok()) return done(lease.status());
+              done(Prepare(context, request, std::move(routed), std::move(*first),
+                           *std::move(lease)));
+            });
       });
 }
 
@@ -194,6 +270,7 @@ absl::Status StartSentences(
     const std::function<void(size_t, const std::vector<int32_t>&)>& on_progress) {
   const Translator& translator = *admitted.model->translator;
   const PreparedRequest& prepared = admitted.prepared;
+  const PivotLeg* pivot = admitted.pivot ? &*admitted.pivot : nullptr;
   std::vector<SentenceJob> jobs;
   std::vector<size_t> empty;
   for (size_t i = 0; i < prepared.sources.size(); ++i) {
@@ -212,11 +289,18 @@ absl::Status StartSentences(
       job.on_progress = [on_progress, i](const std::vector<int32_t>& ids) { on_progress(i, ids); };
     }
     job.on_done = [on_done, i](absl::StatusOr<SearchResult> r) { on_done(i, std::move(r)); };
+    if (pivot != nullptr) {
+      MakePivotJob(*admitted.model, *pivot, admitted.prepared.model_text(i), &job);
+    }
   }
   if (!jobs.empty()) {
     if (auto s = admitted.model->scheduler->Submit(std::move(jobs)); !s.ok()) return s;
   }
-  for (size_t i : empty) on_done(i, translator.EmptySourceResult(prepared.options));
+  // In the ids of the model that makes the output.
+  for (size_t i : empty) {
+    on_done(i, pivot != nullptr ? pivot->model->translator->EmptySourceResult(pivot->options)
+                                : translator.EmptySourceResult(prepared.options));
+  }
   return absl::OkStatus();
 }
 

@@ -89,4 +89,18 @@ absl::StatusOr<Route> RouteRequest(const std::vector<RoutableModel>& models,
                    "into '", request.target, "'; this server serves: ", Served(models)));
 }
 
+absl::StatusOr<PivotRoute> RoutePivot(const std::vector<RoutableModel>& models,
+                                      const LanguageRequest& request, const std::string& via) {
+  if (!request.model.empty() || request.source.empty() || request.target.empty() || via.empty() ||
+      request.source == via || request.target == via) {
+    return absl::NotFoundError(
+        absl::StrCat("no pivot through '", via, "' for ", request.source, "-", request.target));
+  }
+  auto first = RouteRequest(models, LanguageRequest{"", request.source, via});
+  if (!first.ok()) return first.status();
+  auto second = RouteRequest(models, LanguageRequest{"", via, request.target});
+  if (!second.ok()) return second.status();
+  return PivotRoute{*std::move(first), *std::move(second), via};
+}
+
 }  // namespace transerve

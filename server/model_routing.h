@@ -40,4 +40,18 @@ struct Route {
 absl::StatusOr<Route> RouteRequest(const std::vector<RoutableModel>& models,
                                    const LanguageRequest& request);
 
+// A translation through a third language: source -> language by the first model, language ->
+// target by the second.
+struct PivotRoute {
+  Route first;
+  Route second;
+  std::string language;  // canonical
+};
+
+// For a pair no model translates: the pair through `via` (canonical, such as "en"), each leg
+// routed as RouteRequest routes a pair. NOT_FOUND, naming the leg no model serves, also when
+// the request names a model or lacks its source or target, or either of them is `via`.
+absl::StatusOr<PivotRoute> RoutePivot(const std::vector<RoutableModel>& models,
+                                      const LanguageRequest& request, const std::string& via);
+
 }  // namespace transerve

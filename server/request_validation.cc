@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "model/tokenizer/utf8.h"
@@ -73,6 +74,15 @@ absl::StatusOr<text::DocumentOptions> ResolveDocumentOptions(const v1::Translate
     o.protect.caller_terms.push_back(term);
   }
   return o;
+}
+
+const std::string& PreparedRequest::model_text(size_t i) const {
+  // The last text starting at or before i (an empty text starts where the next one does).
+  const auto after = std::upper_bound(texts.begin(), texts.end(), i,
+                                      [](size_t s, const PreparedText& t) { return s < t.first; });
+  auto it = std::prev(after);
+  while (it->count() == 0) --it;
+  return it->document.model_text(i - it->first);
 }
 
 absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& request,

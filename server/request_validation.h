@@ -43,6 +43,9 @@ struct PreparedRequest {
   DecodingOptions options;
   bool return_scores = false;
   int64_t source_tokens = 0;
+
+  // What the model translates for source `i` (its document's segment, stand-ins in place).
+  const std::string& model_text(size_t i) const;
 };
 
 // The document options a request asks for. INVALID_ARGUMENT for an unknown format or bad terms.

@@ -6,14 +6,15 @@
 namespace transerve {
 namespace {
 
-void FillAlignment(const Translator& t, const std::vector<int32_t>& source_ids, const Hypothesis& h,
-                   v1::Alignment* a) {
+void FillAlignment(const TranslationSides& t, const std::vector<int32_t>& source_ids,
+                   const Hypothesis& h, v1::Alignment* a) {
   a->set_target_length(static_cast<int32_t>(h.ids.size()));
   a->set_source_length(static_cast<int32_t>(source_ids.size()));
   a->mutable_weights()->Add(h.alignment.begin(), h.alignment.end());
   for (int32_t id : source_ids)
-    a->add_source_tokens(std::string(t.tokenizer().SourceIdToPiece(id)));
-  for (int32_t id : h.ids) a->add_target_tokens(std::string(t.tokenizer().TargetIdToPiece(id)));
+    a->add_source_tokens(std::string(t.source.tokenizer().SourceIdToPiece(id)));
+  for (int32_t id : h.ids)
+    a->add_target_tokens(std::string(t.target.tokenizer().TargetIdToPiece(id)));
 }
 
 float MeanLogProb(float log_prob, size_t tokens) {
@@ -22,7 +23,7 @@ float MeanLogProb(float log_prob, size_t tokens) {
 
 }  // namespace
 
-text::AlignedTranslation RestoredBest(const Translator& t, const PreparedRequest& prepared,
+text::AlignedTranslation RestoredBest(const TranslationSides& t, const PreparedRequest& prepared,
                                       size_t text, size_t source, const SearchResult& r) {
   const PreparedText& pt = prepared.texts[text];
   const size_t s = source - pt.first;
@@ -30,7 +31,7 @@ text::AlignedTranslation RestoredBest(const Translator& t, const PreparedRequest
       s, ToAligned(t, pt.document.model_text(s), prepared.sources[source], r.hypotheses[0]));
 }
 
-void FillSentence(const Translator& t, const PreparedRequest& prepared, size_t source,
+void FillSentence(const TranslationSides& t, const PreparedRequest& prepared, size_t source,
                   const SearchResult& r, const text::AlignedTranslation& restored,
                   v1::Sentence* out) {
   const Hypothesis& h = r.hypotheses[0];
@@ -44,9 +45,9 @@ void FillSentence(const Translator& t, const PreparedRequest& prepared, size_t s
   }
 }
 
-void FillDocumentTranslation(const Translator& t, const PreparedRequest& prepared, size_t text,
-                             std::span<const SearchResult> results, v1::Translation* out,
-                             int64_t* generated_tokens,
+void FillDocumentTranslation(const TranslationSides& t, const PreparedRequest& prepared,
+                             size_t text, std::span<const SearchResult> results,
+                             v1::Translation* out, int64_t* generated_tokens,
                              std::vector<text::AlignedTranslation> restored) {
   const PreparedText& pt = prepared.texts[text];
   const text::Document& doc = pt.document;
@@ -72,7 +73,7 @@ void FillDocumentTranslation(const Translator& t, const PreparedRequest& prepare
     if (prepared.return_scores) {
       for (int32_t id : h.ids) {
         out->add_token_ids(id);
-        out->add_tokens(std::string(t.tokenizer().TargetIdToPiece(id)));
+        out->add_tokens(std::string(t.target.tokenizer().TargetIdToPiece(id)));
       }
     }
   }
@@ -103,7 +104,7 @@ void FillDocumentTranslation(const Translator& t, const PreparedRequest& prepare
       if (prepared.return_scores) {
         for (int32_t id : h.ids) {
           hyp->add_token_ids(id);
-          hyp->add_tokens(std::string(t.tokenizer().TargetIdToPiece(id)));
+          hyp->add_tokens(std::string(t.target.tokenizer().TargetIdToPiece(id)));
         }
       }
     }

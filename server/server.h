@@ -30,6 +30,8 @@ struct ServerConfig {
   std::string default_model;         // "" = the first --model_dir, else the first by name
   // "SRC-TGT" per model name, over what the model's files say (server/model_languages.h).
   std::map<std::string, std::string> model_languages;
+  // Where no model translates a pair: two chained through this language (canonical); "": never.
+  std::string pivot_language = "en";
   std::string address = "0.0.0.0:50051";         // port 0 picks a free port
   std::string metrics_address = "0.0.0.0:9464";  // empty: no HTTP exposer
   // The HTTP front end (server/http): LibreTranslate's API, the JSON API, the web page. -1: off;

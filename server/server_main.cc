@@ -29,6 +29,7 @@
 #include "model/translator/engine_process.h"
 #include "server/auth.h"
 #include "server/server.h"
+#include "text/language_code.h"
 
 ABSL_FLAG(std::vector<std::string>, model_dir, {},
           "Model directory (Hugging Face Marian layout); repeat or give a comma list to serve "
@@ -98,6 +99,9 @@ ABSL_FLAG(int, max_source_tokens, 512,
 ABSL_FLAG(std::vector<std::string>, model_languages, {},
           "NAME=SRC-TGT,...: a model's language pair, over what its files say (e.g. "
           "en-de-small=en-de)");
+ABSL_FLAG(std::string, pivot_language, "en",
+          "Where no model translates a pair, chain two through this language (source -> it -> "
+          "target); empty: never");
 ABSL_FLAG(int, max_beam_size, 8, "Largest beam_size a request may ask for");
 ABSL_FLAG(int, max_length, 512, "Largest max_length a request may ask for");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
@@ -285,6 +289,16 @@ int Run() {
       return 2;
     }
     config.model_languages[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  if (const std::string pivot = absl::GetFlag(FLAGS_pivot_language); !pivot.empty()) {
+    config.pivot_language = transerve::text::CanonicalLanguage(pivot);
+    if (config.pivot_language.empty()) {
+      std::cerr << "transerve-server: --pivot_language '" << pivot
+                << "' is not a language code (ISO 639-1 or 639-3)\n";
+      return 2;
+    }
+  } else {
+    config.pivot_language.clear();
   }
   config.replicas = absl::GetFlag(FLAGS_replicas);
   for (const std::string& entry : absl::GetFlag(FLAGS_model_replicas)) {

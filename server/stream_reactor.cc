@@ -140,7 +140,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     // grows (protected spans are put back at the end).
     if (!doc.streams_by_segment() || doc.needs_alignment(seg)) return;
     // An unknown token the model replaces from the source waits for the sentence's alignment.
-    const Translator& translator = *admitted_.model->translator;
+    const Translator& translator = admitted_.target_translator();
     if (admitted_.prepared.options.replace_unknowns &&
         std::find(ids.begin(), ids.end(), translator.tokenizer().unk_id()) != ids.end()) {
       return;
@@ -167,7 +167,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     const auto [k, seg] = owner_[i];
     std::optional<text::AlignedTranslation> restored;
     if (r.ok()) {
-      restored = RestoredBest(*admitted_.model->translator, admitted_.prepared, k, i, *r);
+      restored = RestoredBest(admitted_.sides(), admitted_.prepared, k, i, *r);
     }
     bool finish = false;
     const grpc::ByteBuffer* start = nullptr;
@@ -214,8 +214,8 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       state.prefix_sent = false;
       state.partial.clear();
       v1::TranslateStreamResponse msg;
-      FillSentence(*admitted_.model->translator, admitted_.prepared, first + seg,
-                   state.results[seg], *state.restored[seg], msg.mutable_sentence());
+      FillSentence(admitted_.sides(), admitted_.prepared, first + seg, state.results[seg],
+                   *state.restored[seg], msg.mutable_sentence());
       if (state.next == count) {
         FinishText(k, std::move(delta), &msg);
       } else {
@@ -235,9 +235,10 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void FillChunk(size_t k, std::string delta, v1::TranslateStreamResponse* msg) {
     msg->set_index(static_cast<int32_t>(k));
     msg->set_text_delta(std::move(delta));
-    msg->set_model(admitted_.model->name);
+    msg->set_model(admitted_.name());
     msg->set_detected_language(admitted_.detected_language);
     msg->set_detected_language_confidence(admitted_.detected_confidence);
+    if (admitted_.pivot) admitted_.FillPivot(msg->mutable_pivot());
   }
 
   // The text's last chunk: the layout after its last segment, and the whole translation.
@@ -249,7 +250,7 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     int64_t generated = 0;
     std::vector<text::AlignedTranslation> restored;
     for (auto& r : texts_[k].restored) restored.push_back(std::move(*r));
-    FillDocumentTranslation(*admitted_.model->translator, admitted_.prepared, k, texts_[k].results,
+    FillDocumentTranslation(admitted_.sides(), admitted_.prepared, k, texts_[k].results,
                             msg->mutable_translation(), &generated, std::move(restored));
     generated_.fetch_add(generated);
   }
@@ -292,8 +293,10 @@ class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       absl::MutexLock lock(&mu_);
       s = status_;
     }
-    if (s.ok())
+    // A pivot's legs count their own tokens, each under its model.
+    if (s.ok() && !admitted_.pivot) {
       admitted_.model->metrics->AddTokens(admitted_.prepared.source_tokens, generated_.load());
+    }
     FailNow(s);
   }
   void FailNow(const absl::Status& s) {

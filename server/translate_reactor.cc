@@ -81,14 +81,18 @@ class TranslateReactor final : public grpc::ServerUnaryReactor {
     for (size_t i = 0; i < prepared.texts.size(); ++i) {
       const std::span<const SearchResult> of_text(results_.data() + prepared.texts[i].first,
                                                   prepared.texts[i].count());
-      FillDocumentTranslation(*admitted_.model->translator, prepared, i, of_text,
-                              response.add_translations(), &generated);
+      FillDocumentTranslation(admitted_.sides(), prepared, i, of_text, response.add_translations(),
+                              &generated);
     }
-    response.set_model(admitted_.model->name);
+    response.set_model(admitted_.name());
     response.set_detected_language(admitted_.detected_language);
     response.set_detected_language_confidence(admitted_.detected_confidence);
+    if (admitted_.pivot) admitted_.FillPivot(response.mutable_pivot());
     *response_ = SerializeMessage(response);
-    admitted_.model->metrics->AddTokens(admitted_.prepared.source_tokens, generated);
+    // A pivot's legs count their own tokens, each under its model.
+    if (!admitted_.pivot) {
+      admitted_.model->metrics->AddTokens(admitted_.prepared.source_tokens, generated);
+    }
     FinishWith(grpc::Status::OK);
   }
 

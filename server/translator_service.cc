@@ -70,6 +70,7 @@ class TranslatorService final : public Base {
     } else {
       for (v1::ModelInfo& m : context_->repository->ModelInfos())
         *resp->add_models() = std::move(m);
+      resp->set_pivot_language(context_->config.pivot_language);
     }
     context_->Record("ListModels", status.error_code(), "", ctx, start, 0);
     reactor->Finish(status);

@@ -213,4 +213,71 @@ size_t MapSourcePoint(const AlignedTranslation& t, const std::vector<int>& hard,
   return ProportionalPoint(t, source_pos);
 }
 
+namespace {
+
+bool HasWeights(const AlignedTranslation& t) {
+  return !t.weights.empty() && t.weights.size() == t.source_tokens.size() * t.target_tokens.size();
+}
+
+// How much of pivot token p (second's source) each pivot token q (first's target) covers, as a
+// row per p that sums to 1 (or 0 when nothing covers p).
+std::vector<float> PivotOverlap(const std::vector<ByteRange>& p_tokens,
+                                const std::vector<ByteRange>& q_tokens) {
+  const size_t np = p_tokens.size(), nq = q_tokens.size();
+  std::vector<float> m(np * nq, 0.0f);
+  for (size_t p = 0; p < np; ++p) {
+    const ByteRange a = p_tokens[p];
+    float total = 0;
+    for (size_t q = 0; q < nq; ++q) {
+      const ByteRange b = q_tokens[q];
+      float share = 0;
+      if (a.empty()) {
+        share = b.empty() && b.begin == a.begin ? 1.0f : 0.0f;
+      } else {
+        const size_t lo = std::max(a.begin, b.begin), hi = std::min(a.end, b.end);
+        share = hi > lo ? static_cast<float>(hi - lo) : 0.0f;
+      }
+      m[p * nq + q] = share;
+      total += share;
+    }
+    if (total > 0) {
+      for (size_t q = 0; q < nq; ++q) m[p * nq + q] /= total;
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+AlignedTranslation ChainTranslations(const AlignedTranslation& first,
+                                     const AlignedTranslation& second) {
+  AlignedTranslation out;
+  out.source = first.source;
+  out.source_tokens = first.source_tokens;
+  out.target = second.target;
+  out.target_tokens = second.target_tokens;
+  if (!HasWeights(first) || !HasWeights(second) || first.target != second.source) return out;
+  const size_t nt = second.target_tokens.size(), np = second.source_tokens.size();
+  const size_t nq = first.target_tokens.size(), ns = first.source_tokens.size();
+  const std::vector<float> overlap = PivotOverlap(second.source_tokens, first.target_tokens);
+  // (second · overlap): each target token's attention over first's target tokens.
+  std::vector<float> via(nt * nq, 0.0f);
+  for (size_t t = 0; t < nt; ++t) {
+    for (size_t p = 0; p < np; ++p) {
+      const float w = second.weights[t * np + p];
+      if (w == 0) continue;
+      for (size_t q = 0; q < nq; ++q) via[t * nq + q] += w * overlap[p * nq + q];
+    }
+  }
+  out.weights.assign(nt * ns, 0.0f);
+  for (size_t t = 0; t < nt; ++t) {
+    for (size_t q = 0; q < nq; ++q) {
+      const float w = via[t * nq + q];
+      if (w == 0) continue;
+      for (size_t s = 0; s < ns; ++s) out.weights[t * ns + s] += w * first.weights[q * ns + s];
+    }
+  }
+  return out;
+}
+
 }  // namespace transerve::text

@@ -60,6 +60,17 @@ ByteRange MapSourceRange(const AlignedTranslation& t, ByteRange source);
 // target (0 or target.size() when nothing aligns).
 size_t MapSourcePoint(const AlignedTranslation& t, size_t source_pos);
 
+// A translation made in two legs (a pivot through a third language) as one: `first` translates
+// the source into a text that `second` translates (second.source == first.target). The result
+// keeps first's source and second's target; target token t attends to source token s by
+//   sum over second's source tokens p and first's target tokens q of
+//   second.weights[t][p] * overlap(p, q) * first.weights[q][s],
+// where overlap(p, q) is the share of p's bytes that q covers (an empty p, such as EOS, is
+// matched to the empty q at the same place). No alignment when either leg has no weights or the
+// two do not meet on the same text.
+AlignedTranslation ChainTranslations(const AlignedTranslation& first,
+                                     const AlignedTranslation& second);
+
 // The same two with `hard` = HardAlignment(t) computed once, for a caller mapping many ranges of
 // one translation (each call above computes it: target x source tokens).
 ByteRange MapSourceRange(const AlignedTranslation& t, const std::vector<int>& hard,

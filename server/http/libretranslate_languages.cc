@@ -18,7 +18,8 @@ bool LtLanguageTable::Model::Reads(std::string_view code) const {
   return source == code || (source == "mul" && (sources.empty() || Contains(sources, code)));
 }
 
-LtLanguageTable::LtLanguageTable(const v1::ListModelsResponse& response) {
+LtLanguageTable::LtLanguageTable(const v1::ListModelsResponse& response)
+    : pivot_(text::CanonicalLanguage(response.pivot_language())) {
   std::set<std::string> codes;
   for (const v1::ModelInfo& info : response.models()) {
     Model m;
@@ -46,11 +47,17 @@ LtLanguageTable::LtLanguageTable(const v1::ListModelsResponse& response) {
     l.code = code;
     l.name = text::LanguageName(code);
     std::set<std::string> targets;
-    for (const Model& m : models_) {
-      if (!m.Reads(code)) continue;
-      for (const std::string& t : m.targets) {
-        if (t != code) targets.insert(t);
+    auto add_targets_from = [&](std::string_view from) {
+      for (const Model& m : models_) {
+        if (!m.Reads(from)) continue;
+        for (const std::string& t : m.targets) {
+          if (t != code) targets.insert(t);
+        }
       }
+    };
+    add_targets_from(code);
+    if (!pivot_.empty() && code != pivot_ && ServesDirectly(code, pivot_)) {
+      add_targets_from(pivot_);
     }
     l.targets.assign(targets.begin(), targets.end());
   }
@@ -65,10 +72,16 @@ bool LtLanguageTable::Lists(std::string_view code) const {
                                       [&](const LtLanguage& l) { return l.code == code; });
 }
 
-bool LtLanguageTable::Serves(std::string_view source, std::string_view target) const {
+bool LtLanguageTable::ServesDirectly(std::string_view source, std::string_view target) const {
   return std::any_of(models_.begin(), models_.end(), [&](const Model& m) {
     return m.Reads(source) && Contains(m.targets, target);
   });
+}
+
+bool LtLanguageTable::Serves(std::string_view source, std::string_view target) const {
+  if (ServesDirectly(source, target)) return true;
+  return !pivot_.empty() && source != pivot_ && target != pivot_ &&
+         ServesDirectly(source, pivot_) && ServesDirectly(pivot_, target);
 }
 
 bool LtLanguageTable::ReadsAnyLanguage() const {

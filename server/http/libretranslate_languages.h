@@ -1,6 +1,8 @@
 // The languages a server offers, as LibreTranslate lists them (/languages) and checks requests
 // against them, built from ListModels: each model translates its source language into its
-// target languages; a model reading "mul" (many languages) translates from every listed one.
+// target languages; a model reading "mul" (many languages) translates from every listed one;
+// a pair no model translates is served through the server's pivot language where one model
+// translates into it and another out of it (as Argos Translate lists and pivots such pairs).
 #pragma once
 
 #include <string>
@@ -27,7 +29,8 @@ class LtLanguageTable {
   bool Lists(std::string_view code) const;
   // Whether `code` is listed or some model reads any language: LibreTranslate's test of a source.
   bool AcceptsSource(std::string_view code) const;
-  // Whether some model translates `source` into `target` (canonical codes).
+  // Whether some model, or two through the pivot language, translates `source` into `target`
+  // (canonical codes).
   bool Serves(std::string_view source, std::string_view target) const;
   // Whether some model reads "mul": then a detector need not be restricted.
   bool ReadsAnyLanguage() const;
@@ -41,7 +44,10 @@ class LtLanguageTable {
     std::vector<std::string> targets;
     bool Reads(std::string_view code) const;
   };
+  bool ServesDirectly(std::string_view source, std::string_view target) const;
+
   std::vector<Model> models_;
+  std::string pivot_;  // canonical; "" = none
   std::vector<LtLanguage> languages_;
   std::string default_target_;
 };

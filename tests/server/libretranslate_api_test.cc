@@ -785,6 +785,40 @@ TEST_F(LtApiTest, AModelReadingAnyLanguageTranslatesFromEveryListedOne) {
               400, "German (de) is not available as a target language from Finnish (fi)");
 }
 
+TEST_F(LtApiTest, PairsThroughThePivotLanguageAreListedAndTranslated) {
+  TRACE_SEED();
+  backend_.models.set_pivot_language("en");
+  const HttpReply r = LtLanguages(HttpInput{}, backend_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  // German reaches every language English does; the languages only written have no source.
+  EXPECT_EQ(Body(r), Json::parse(R"([
+    {"code": "de", "name": "German", "targets": ["en", "es", "fr", "it"]},
+    {"code": "en", "name": "English", "targets": ["de", "es", "fr", "it"]},
+    {"code": "es", "name": "Spanish", "targets": []},
+    {"code": "fr", "name": "French", "targets": []},
+    {"code": "it", "name": "Italian", "targets": []}
+  ])"));
+  const std::string q = Text();
+  const HttpReply t =
+      LtTranslate(JsonInput({{"q", q}, {"source", "de"}, {"target", "fr"}}), backend_);
+  ASSERT_EQ(t.status, 200) << t.body;
+  // The server does the chaining: the request names the pair as asked.
+  EXPECT_EQ(backend_.requests.back().source_language(), "de");
+  EXPECT_EQ(backend_.requests.back().target_language(), "fr");
+  // A model reading any language into the pivot reaches the pivot's targets from every source.
+  backend_.models.Clear();
+  backend_.models.set_pivot_language("en");
+  *backend_.models.add_models() = Model("opus-mt-mul-en", "mul", "en");
+  *backend_.models.add_models() = Model("opus-mt-en-de", "en", "de");
+  EXPECT_EQ(
+      LtTranslate(JsonInput({{"q", "x"}, {"source", "fi"}, {"target", "de"}}), backend_).status,
+      200);
+  // Without a pivot language it is refused as before.
+  backend_.models.clear_pivot_language();
+  ExpectError(LtTranslate(JsonInput({{"q", "x"}, {"source", "fi"}, {"target", "de"}}), backend_),
+              400, "German (de) is not available as a target language from Finnish (fi)");
+}
+
 TEST_F(LtApiTest, LanguagesListsAsTheServerWhateverTheKey) {
   TRACE_SEED();
   const std::string key = Word();

@@ -189,6 +189,40 @@ TEST(RouteRequest, ALanguageCodedModelNeedsASourceItReadsAndATarget) {
       << unserved.status();
 }
 
+TEST(RoutePivot, ChainsTwoModelsThroughTheLanguageBetween) {
+  // No model translates de-fr: de-en, then en-fr.
+  ASSERT_EQ(RouteOf("", "de", "fr").status().code(), absl::StatusCode::kNotFound);
+  auto p = RoutePivot(Served(), LanguageRequest{"", "de", "fr"}, "en");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->first.model, 2u);  // the bilingual de-en before mul-en
+  EXPECT_EQ(p->second.model, 1u);
+  EXPECT_EQ(p->language, "en");
+  // Any source through mul-en, then the multilingual model with its target token.
+  p = RoutePivot(Served(), LanguageRequest{"", "sv", "it"}, "en");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->first.model, 4u);
+  EXPECT_EQ(p->second.model, 3u);
+  EXPECT_EQ(p->second.tokens.target, ">>ita<<");
+}
+
+TEST(RoutePivot, NotFoundWhereALegHasNoModelOrThereIsNothingToChain) {
+  auto missing = RoutePivot(Served(), LanguageRequest{"", "sv", "ja"}, "en");
+  ASSERT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("into 'ja'"), std::string::npos) << missing.status();
+  EXPECT_EQ(RoutePivot({{"en-de", Pair("en", "de")}}, LanguageRequest{"", "fr", "de"}, "en")
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+  for (const LanguageRequest& r : {LanguageRequest{"", "en", "ja"}, LanguageRequest{"", "ja", "en"},
+                                   LanguageRequest{"", "", "fr"}, LanguageRequest{"", "de", ""},
+                                   LanguageRequest{"de-en", "de", "fr"}}) {
+    EXPECT_EQ(RoutePivot(Served(), r, "en").status().code(), absl::StatusCode::kNotFound)
+        << r.model << " " << r.source << "-" << r.target;
+  }
+  EXPECT_EQ(RoutePivot(Served(), LanguageRequest{"", "de", "fr"}, "").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 class ModelLanguagesTest : public ::testing::Test {
  protected:
   static const MarianTokenizer& Model() {

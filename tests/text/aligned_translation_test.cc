@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -107,6 +110,83 @@ TEST(HardAlignment, AGivenHardAlignmentStandsForTheWeights) {
   // Out-of-range or textless entries are no alignment.
   hard_only.hard = {7, -3, 0, 1};
   EXPECT_EQ(HardAlignment(hard_only), (std::vector<int>{-1, -1, 0, -1}));
+}
+
+TEST(ChainTranslations, MapsThroughThePivotText) {
+  // "le chat rouge" -> "the red cat" -> "die rote Katze": the pivot's pieces differ between legs
+  // ("red" is one piece leaving the first leg and two entering the second).
+  const auto first = Aligned("le chat rouge", {"▁le", "▁chat", "▁rouge", "</s>"}, "the red cat",
+                             {"▁the", "▁red", "▁cat", "</s>"}, {0, 2, 1, 3});
+  const auto second = Aligned("the red cat", {"▁the", "▁r", "ed", "▁cat", "</s>"}, "die rote Katze",
+                              {"▁die", "▁rote", "▁Katze", "</s>"}, {0, 1, 3, 4});
+  const AlignedTranslation both = ChainTranslations(first, second);
+  EXPECT_EQ(both.source, "le chat rouge");
+  EXPECT_EQ(both.target, "die rote Katze");
+  ASSERT_TRUE(both.has_alignment());
+  EXPECT_EQ(HardAlignment(both), (std::vector<int>{0, 2, 1, -1}));
+  // "rouge" (bytes 8..13) became "rote", "chat" became "Katze".
+  EXPECT_EQ(Slice(both.target, MapSourceRange(both, {8, 13})), "rote");
+  EXPECT_EQ(Slice(both.target, MapSourceRange(both, {3, 7})), "Katze");
+}
+
+TEST(ChainTranslations, ComposesRandomWordOrders) {
+  std::mt19937 rng(20261207);
+  for (int round = 0; round < 50; ++round) {
+    const int n = std::uniform_int_distribution<int>(1, 12)(rng);
+    std::vector<std::string> words_a, words_b, words_c;
+    for (int i = 0; i < n; ++i) {
+      words_a.push_back("a" + std::to_string(i));
+      words_b.push_back("bb" + std::to_string(i));
+      words_c.push_back("c" + std::to_string(i));
+    }
+    // Target word i of each leg comes from source word order[i].
+    std::vector<int> order1(n), order2(n);
+    std::iota(order1.begin(), order1.end(), 0);
+    std::iota(order2.begin(), order2.end(), 0);
+    std::shuffle(order1.begin(), order1.end(), rng);
+    std::shuffle(order2.begin(), order2.end(), rng);
+    auto join = [](const std::vector<std::string>& w, const std::vector<int>& order) {
+      std::string s;
+      for (int i : order) s += (s.empty() ? "" : " ") + w[i];
+      return s;
+    };
+    auto pieces = [](const std::string& text) {
+      std::vector<std::string> p;
+      std::istringstream in(text);
+      for (std::string w; in >> w;) p.push_back("▁" + w);
+      p.push_back("</s>");
+      return p;
+    };
+    std::vector<int> identity(n);
+    std::iota(identity.begin(), identity.end(), 0);
+    const std::string a = join(words_a, identity);
+    const std::string b = join(words_b, order1);  // b's word i is a's word order1[i]
+    const std::string c = join(words_c, order2);  // c's word i is b's word order2[i]
+    std::vector<int> to1(order1), to2(order2);
+    to1.push_back(n);  // EOS to EOS
+    to2.push_back(n);
+    const auto first = Aligned(a, pieces(a), b, pieces(b), to1, rng());
+    const auto second = Aligned(b, pieces(b), c, pieces(c), to2, rng());
+    const auto both = ChainTranslations(first, second);
+    ASSERT_TRUE(both.has_alignment());
+    std::vector<int> expected;
+    for (int i = 0; i < n; ++i) expected.push_back(order1[order2[i]]);
+    expected.push_back(-1);  // EOS has no text
+    EXPECT_EQ(HardAlignment(both), expected) << "round " << round;
+  }
+}
+
+TEST(ChainTranslations, LegsThatDoNotMeetGiveNoAlignment) {
+  const auto first = Aligned("a b", {"▁a", "▁b", "</s>"}, "x y", {"▁x", "▁y", "</s>"}, {0, 1, 2});
+  const auto second = Aligned("x z", {"▁x", "▁z", "</s>"}, "p q", {"▁p", "▁q", "</s>"}, {0, 1, 2});
+  const auto both = ChainTranslations(first, second);
+  EXPECT_EQ(both.target, "p q");
+  EXPECT_FALSE(both.has_alignment());
+  AlignedTranslation unaligned = first;
+  unaligned.weights.clear();
+  EXPECT_FALSE(ChainTranslations(unaligned, Aligned("x y", {"▁x", "▁y", "</s>"}, "p q",
+                                                    {"▁p", "▁q", "</s>"}, {0, 1, 2}))
+                   .has_alignment());
 }
 
 }  // namespace
