@@ -100,8 +100,10 @@ grep -qP '^m2m-random( \(default\))?\t.*\tde,en,ja,ko->de,en,ja,ko$' "$work/mode
 /usr/bin/python3 - "$http/languages" > "$work/languages.log" 2>&1 <<'PY' || fail "/languages: $(cat "$work/languages.log")"
 import json, sys, urllib.request
 langs = {l["code"]: set(l["targets"]) for l in json.load(urllib.request.urlopen(sys.argv[1]))}
-want = {"en": {"de", "es", "fr", "ru", "zh", "ja", "ko"}, "ja": {"en", "ko", "de"},
-        "zh": {"de", "en", "es", "fr", "ru"}, "ko": {"en", "ja", "de"}}
+# Each language reaches its models' targets and, through English (the server's pivot
+# language), every target English reaches: ja -> en by M2M-100, en -> zh by NLLB-200.
+every = {"de", "en", "es", "fr", "ru", "zh", "ja", "ko"}
+want = {code: every - {code} for code in ("en", "ja", "zh", "ko")}
 for code, targets in want.items():
     if langs.get(code) != targets:
         sys.exit(f"{code}: targets {langs.get(code)}, want {targets}")
@@ -192,9 +194,14 @@ refused no_target "target_language" in.txt --model=nllb-random --source_language
 refused unread_source "does not read\|translates" in.txt --model=nllb-random --source_language=ja \
   --target_language=fr
 refused undetected "source_language" digits.txt --model=nllb-random --target_language=fr
-code="$(curl -s -o "$work/lt_refused" -w '%{http_code}' -H 'Content-Type: application/json' \
+# No model reads Korean and writes French: M2M-100 into English, then NLLB-200 out of it.
+code="$(curl -s -o "$work/lt_pivot" -w '%{http_code}' -H 'Content-Type: application/json' \
   -d '{"q": "hello", "source": "ko", "target": "fr"}' "$http/translate")"
-[ "$code" = 400 ] || fail "LibreTranslate ko->fr: HTTP $code $(cat "$work/lt_refused")"
+[ "$code" = 200 ] || fail "LibreTranslate ko->fr through English: HTTP $code $(cat "$work/lt_pivot")"
+# No model writes Italian at all.
+code="$(curl -s -o "$work/lt_refused" -w '%{http_code}' -H 'Content-Type: application/json' \
+  -d '{"q": "hello", "source": "ko", "target": "it"}' "$http/translate")"
+[ "$code" = 400 ] || fail "LibreTranslate ko->it: HTTP $code $(cat "$work/lt_refused")"
 
 # A CTranslate2 directory of the NLLB model: listed with the languages its vocabulary's codes
 # name before it is loaded, and asked for by name before its load, it answers as
