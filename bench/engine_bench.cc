@@ -48,6 +48,8 @@ ABSL_FLAG(int, threads, 0, "GEMM threads; 0 = every core");
 ABSL_FLAG(int, replicas, 1,
           "Translators over the one loaded model, each on its own thread with its share of the "
           "batch (Translator::CreateReplica); with --threads=1, N independent workers");
+ABSL_FLAG(bool, use_vocabulary_map, false,
+          "Decode over each source's vocabulary shortlist (the model's vmap.txt)");
 ABSL_FLAG(std::string, json, "", "Write results here");
 
 namespace transerve {
@@ -212,6 +214,7 @@ int Run() {
     DecodingOptions options;
     options.beam_size = search == "greedy" ? 1 : std::stoi(search.substr(4));
     options.min_length = options.max_length = target_length;
+    options.use_vocabulary_map = absl::GetFlag(FLAGS_use_vocabulary_map);
     for (int batch : batches) {
       const std::vector<std::vector<int32_t>> sources(all_sources.begin(),
                                                       all_sources.begin() + batch);

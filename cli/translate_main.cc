@@ -40,6 +40,9 @@ ABSL_FLAG(std::string, search_rules, "model",
           "Whose search: when a beam search stops and what the length limit does. model (the "
           "model's own: Hugging Face's for a Hugging Face checkpoint, CTranslate2's for a "
           "CTranslate2 directory), huggingface or ctranslate2");
+ABSL_FLAG(bool, use_vocabulary_map, false,
+          "Choose each token among the sentence's vocabulary shortlist (the model's vmap.txt); "
+          "CPU only");
 ABSL_FLAG(int, num_hypotheses, 1, "jsonl: also print this many n-best hypotheses");
 ABSL_FLAG(int, batch_size, 32, "Sentences per batch (input is sorted by length in chunks)");
 ABSL_FLAG(std::string, output_format, "text", "text or jsonl");
@@ -159,6 +162,7 @@ int Run() {
     options.length_penalty = *absl::GetFlag(FLAGS_length_penalty);
   }
   options.num_hypotheses = absl::GetFlag(FLAGS_num_hypotheses);
+  options.use_vocabulary_map = absl::GetFlag(FLAGS_use_vocabulary_map);
   const std::string search_rules = absl::GetFlag(FLAGS_search_rules);
   if (search_rules == "huggingface") {
     options.rules = SearchRules::kHuggingFace;

@@ -15,6 +15,7 @@ absl::StatusOr<DecodingOptions> ResolveOptions(const v1::DecodingOptions& reques
                                                const RequestLimits& limits) {
   DecodingOptions o = translator.DefaultOptions();
   o.return_alignment = requested.return_alignment();
+  o.use_vocabulary_map = requested.use_vocabulary_map();
   if (requested.beam_size() < 0 || requested.max_length() < 0 || requested.min_length() < 0 ||
       requested.num_hypotheses() < 0) {
     return absl::InvalidArgumentError(

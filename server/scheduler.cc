@@ -443,7 +443,8 @@ void Scheduler::EncodeAndStart(std::vector<std::unique_ptr<Entry>> batch, absl::
       if (observer != nullptr) observer->OnQueueWait(Seconds(now - entry->submitted));
     }
     Active active;
-    active.search = translator_->StartSearch(*std::move(per_source[i]), entry->job.options);
+    active.search = translator_->StartSearch(*std::move(per_source[i]), entry->job.options,
+                                             entry->job.source_ids);
     active.entry = std::move(entry);
     live_.push_back(std::move(active));
   }

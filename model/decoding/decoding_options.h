@@ -44,6 +44,10 @@ struct DecodingOptions {
   // forced_bos_token_id: M2M-100's and NLLB's target language code); -1: none. Per sentence, so
   // one batch may hold several target languages.
   int32_t forced_first_token = -1;
+  // Each step chooses among the sentence's vocabulary shortlist only (the model's vmap.txt,
+  // VocabularyMap; CPU only): the output projection runs over those rows, and log-probabilities
+  // are taken over them.
+  bool use_vocabulary_map = false;
 };
 
 // The ids the search treats specially (from the model's config).

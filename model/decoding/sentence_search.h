@@ -37,6 +37,16 @@ class SentenceSearch {
   virtual SearchResult TakeResult() = 0;
   // Generated tokens of the best live hypothesis so far (for streaming partial output).
   virtual const std::vector<int32_t>& partial_ids() const = 0;
+
+  // The tokens this search chooses among (DecodingOptions::use_vocabulary_map), or null: all.
+  // The driver ranks its rows over them (ShortlistCandidates).
+  const OutputShortlist* shortlist() const { return shortlist_.get(); }
+  void set_shortlist(std::shared_ptr<const OutputShortlist> shortlist) {
+    shortlist_ = std::move(shortlist);
+  }
+
+ private:
+  std::shared_ptr<const OutputShortlist> shortlist_;
 };
 
 // Appends row `row` of a step's alignment tensor (its first `source_length` entries) to `out`.

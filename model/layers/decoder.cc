@@ -1,5 +1,8 @@
 #include "model/layers/decoder.h"
 
+#include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace transerve {
@@ -101,6 +104,42 @@ void OutputCandidates(const TransformerWeights& weights, const Tensor& hidden,
                       Tensor* logits, std::vector<std::vector<TokenScore>>* candidates) {
   ops::LinearTopKCandidates(hidden, weights.output.weight, weights.output.bias,
                             &weights.output.packed, rules, pad, eos, logits, candidates);
+}
+
+OutputShortlist MakeOutputShortlist(const TransformerWeights& weights, std::vector<int32_t> ids) {
+  OutputShortlist s;
+  s.weight = ops::GatherRows(weights.output.packed, ids);
+  if (!weights.output.bias.empty()) {
+    std::vector<float> bias;
+    bias.reserve(ids.size());
+    const float* all = weights.output.bias.f32();
+    for (int32_t id : ids) bias.push_back(all[id]);
+    s.bias = Tensor::FromFloats({static_cast<int64_t>(bias.size())}, bias);
+  }
+  s.ids = std::move(ids);
+  return s;
+}
+
+void ShortlistCandidates(const OutputShortlist& shortlist, const Tensor& hidden,
+                         std::span<const ops::CandidateRule> rules, int32_t pad, int32_t eos,
+                         Tensor* logits, std::vector<std::vector<TokenScore>>* candidates) {
+  auto index = [&](int32_t id) {
+    const auto it = std::lower_bound(shortlist.ids.begin(), shortlist.ids.end(), id);
+    if (it == shortlist.ids.end() || *it != id) {
+      throw std::invalid_argument("ShortlistCandidates: token " + std::to_string(id) +
+                                  " is not in the shortlist");
+    }
+    return static_cast<int32_t>(it - shortlist.ids.begin());
+  };
+  std::vector<ops::CandidateRule> local(rules.begin(), rules.end());
+  for (ops::CandidateRule& r : local) {
+    if (r.forced_token >= 0) r.forced_token = index(r.forced_token);
+  }
+  ops::LinearTopKCandidates(hidden, Tensor(), shortlist.bias, &shortlist.weight, local, index(pad),
+                            index(eos), logits, candidates);
+  for (std::vector<TokenScore>& row : *candidates) {
+    for (TokenScore& c : row) c.token = shortlist.ids[c.token];
+  }
 }
 
 }  // namespace transerve

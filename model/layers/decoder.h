@@ -32,6 +32,23 @@ bool DecodeStep(const TransformerConfig& config, const TransformerWeights& weigh
 // logits [rows, target_vocab] = hidden · outputᵀ + final_logits_bias.
 void OutputLogits(const TransformerWeights& weights, const Tensor& hidden, Tensor* logits);
 
+// A vocabulary shortlist's share of the output projection: the sorted, distinct target ids a
+// sentence may produce, and the projection's rows for them (ops::GatherRows: the same logits
+// bit for bit as the whole projection's).
+struct OutputShortlist {
+  std::vector<int32_t> ids;
+  ops::PackedMatrix weight;
+  Tensor bias;  // [ids.size()], or empty
+};
+// The shortlist of `ids` over the model's packed output projection (on the CPU).
+OutputShortlist MakeOutputShortlist(const TransformerWeights& weights, std::vector<int32_t> ids);
+// OutputCandidates over the shortlist's tokens only: each row's softmax is taken over them and
+// the candidates come back as the model's ids. `pad` and `eos` must be among them, and so must
+// every rule's forced token.
+void ShortlistCandidates(const OutputShortlist& shortlist, const Tensor& hidden,
+                         std::span<const ops::CandidateRule> rules, int32_t pad, int32_t eos,
+                         Tensor* logits, std::vector<std::vector<TokenScore>>* candidates);
+
 // The candidates each row's rule asks for from those logits (ops::LinearTopKCandidates): where
 // the device allows they are ranked as computed and `logits` is left as it was.
 void OutputCandidates(const TransformerWeights& weights, const Tensor& hidden,

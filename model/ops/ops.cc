@@ -107,6 +107,10 @@ void UnpackRow(const PackedMatrix& packed, int64_t n, float* out) {
   cpu::UnpackRow(packed, n, out);
 }
 
+PackedMatrix GatherRows(const PackedMatrix& packed, std::span<const int32_t> rows) {
+  return cpu::GatherRows(packed, rows);
+}
+
 std::vector<std::string> SupportedCpuIsas() { return cpu::SupportedCpuIsas(); }
 absl::Status SetCpuIsa(const std::string& name) { return cpu::SetCpuIsa(name); }
 std::string CpuIsa() { return cpu::CpuIsa(); }

@@ -136,6 +136,11 @@ PackedMatrix PackMatrix(const Tensor& weight, WeightFormat format = WeightFormat
 // Row n of the weight as the packed copy holds it (de-quantized), into out[0..K): the embedding
 // lookup of a table that is stored packed.
 void UnpackRow(const PackedMatrix& packed, int64_t n, float* out);
+// The packed matrix of rows `rows` (in that order) of `packed`, their bytes copied as they are:
+// a product with it gives, bit for bit, those columns of the product with `packed`. The
+// output projection of a vocabulary shortlist. Throws std::invalid_argument for a row out of
+// range.
+PackedMatrix GatherRows(const PackedMatrix& packed, std::span<const int32_t> rows);
 
 // The CPU kernels' instruction-set level, lowest first: avx2 (AVX2 + FMA, the build's floor),
 // avx512 (F/BW/DQ/VL), avx512_vnni (+ vpdpbusd for int8), avx512_bf16 (+ vdpbf16ps for

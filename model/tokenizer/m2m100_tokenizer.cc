@@ -189,6 +189,7 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadM2m100Tokenizer(const std::
   parts.unk_token = "<unk>";
   parts.pad_id = parts.source_vocab.Find("<pad>");
   parts.hidden_tokens = {"<s>", "<mask>"};
+  parts.strip_decoded = nllb;
   // Hugging Face's tokenizers split added tokens out of the text; here a text's pieces are
   // SentencePiece's, so a request cannot write a language code or </s> into its source.
   parts.marian_text = false;

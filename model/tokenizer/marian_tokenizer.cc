@@ -135,6 +135,7 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> MarianTokenizer::FromParts(Part
   tok->pad_id_ = parts.pad_id;
   tok->append_eos_ = parts.append_eos;
   tok->marian_text_ = parts.marian_text;
+  tok->strip_decoded_ = parts.strip_decoded;
   auto find = [&](const std::string& token, int32_t* id) -> absl::Status {
     *id = tok->source_vocab_.Find(token);
     if (*id < 0) {
@@ -277,7 +278,8 @@ std::string MarianTokenizer::Decode(std::span<const int32_t> ids,
     }
     if (const std::string* piece = vocab.IdToPiece(id)) pieces.push_back(*piece);
   }
-  const std::string text = target_spm_->DecodePieceViews(pieces);
+  std::string text = target_spm_->DecodePieceViews(pieces);
+  if (!strip_decoded_) return text;
   return std::string(marian_text::StripPythonWhitespace(text));
 }
 

@@ -49,6 +49,10 @@ class MarianTokenizer {
     // More tokens Decode drops besides eos, pad and unk (Hugging Face's other special tokens:
     // "<s>", "<mask>"); tokens the vocabulary lacks are ignored.
     std::vector<std::string> hidden_tokens;
+    // Decode strips the text's surrounding whitespace, as Marian's and NLLB's tokenizers do;
+    // M2M-100's returns SentencePiece's decoding as it is (whitespace-only pieces at the end
+    // stay spaces).
+    bool strip_decoded = true;
   };
   // INVALID_ARGUMENT when the source vocabulary lacks the eos, unk or bos token.
   static absl::StatusOr<std::unique_ptr<MarianTokenizer>> FromParts(Parts parts);
@@ -130,6 +134,7 @@ class MarianTokenizer {
   int32_t eos_id_ = -1;
   int32_t unk_id_ = -1;
   int32_t pad_id_ = -1;
+  bool strip_decoded_ = true;
   int32_t bos_id_ = -1;  // prepended when >= 0 (FromParts)
   bool append_eos_ = true;
   bool marian_text_ = true;

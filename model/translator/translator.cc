@@ -128,6 +128,13 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Create(const TranslatorO
     if (!IsCt2Directory(options.model_dir)) {
       if (auto s = t->CheckVocabularySizes(); !s.ok()) return s;
     }
+    auto vmap = VocabularyMap::Load(options.model_dir, *t->tokenizer_);
+    if (vmap.ok()) {
+      Log().info("vocabulary map: {} rules (vmap.txt)", vmap->rules());
+      t->vocabulary_map_ = std::make_shared<const VocabularyMap>(*std::move(vmap));
+    } else if (!absl::IsNotFound(vmap.status())) {
+      return vmap.status();
+    }
   }
   t->special_ = {c.pad_token_id, c.eos_token_id, c.decoder_start_token_id};
   t->kv_pool_ = std::make_unique<KvBlockPool>(
@@ -166,6 +173,7 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::CreateReplica() const {
   if (absl::Status s = t->OpenStream(); !s.ok()) return s;
   t->model_ = model_;
   t->tokenizer_ = tokenizer_;
+  t->vocabulary_map_ = vocabulary_map_;
   t->special_ = special_;
   t->dtype_ = dtype_;
   t->dtype_choice_ = dtype_choice_;
@@ -248,6 +256,16 @@ absl::Status Translator::ValidateOptions(const DecodingOptions& o) const {
   if (o.num_hypotheses < 1 || o.num_hypotheses > o.beam_size) {
     return absl::InvalidArgumentError(absl::StrCat(
         "num_hypotheses must be in [1, beam_size=", o.beam_size, "], got ", o.num_hypotheses));
+  }
+  if (o.use_vocabulary_map) {
+    if (vocabulary_map_ == nullptr) {
+      return absl::InvalidArgumentError(
+          "use_vocabulary_map: this model has no vocabulary map (vmap.txt in its directory)");
+    }
+    if (device_ != Device::kCpu || model_->weights.output.packed.empty()) {
+      return absl::InvalidArgumentError(
+          "use_vocabulary_map: the vocabulary shortlist runs on the CPU only");
+    }
   }
   return absl::OkStatus();
 }
@@ -332,9 +350,25 @@ absl::StatusOr<std::vector<std::shared_ptr<const CrossKv>>> Translator::Encode(
 }
 
 std::unique_ptr<SentenceSearch> Translator::StartSearch(std::shared_ptr<const CrossKv> source,
-                                                        const DecodingOptions& options) {
-  return MakeSentenceSearch(options, special_, std::move(source), kv_pool_.get(),
-                            model_->transformer.decoder_layers);
+                                                        const DecodingOptions& options,
+                                                        std::span<const int32_t> source_ids) {
+  auto search = MakeSentenceSearch(options, special_, std::move(source), kv_pool_.get(),
+                                   model_->transformer.decoder_layers);
+  if (options.use_vocabulary_map && vocabulary_map_ != nullptr &&
+      !model_->weights.output.packed.empty()) {
+    std::vector<int32_t> extra = {special_.pad, special_.eos, special_.decoder_start};
+    if (options.forced_first_token >= 0) extra.push_back(options.forced_first_token);
+    std::vector<int32_t> ids = vocabulary_map_->Candidates(source_ids, extra);
+    const int64_t rows = model_->weights.output.packed.rows;
+    std::erase_if(ids, [rows](int32_t id) { return id < 0 || id >= rows; });
+    // A step ranks 2·beam candidates among the allowed tokens (pad and a banned EOS excluded):
+    // a list too short for that decodes over the whole vocabulary.
+    if (static_cast<int64_t>(ids.size()) >= 2 * int64_t{options.beam_size} + 2) {
+      search->set_shortlist(
+          std::make_shared<const OutputShortlist>(MakeOutputShortlist(model_->weights, ids)));
+    }
+  }
+  return search;
 }
 
 absl::Status Translator::Step(std::span<SentenceSearch* const> searches) {
@@ -362,18 +396,56 @@ absl::Status Translator::StepOnce(std::span<SentenceSearch* const> searches) {
   // Every row's candidates at once: on the GPU only they come back to the host; on the CPU they
   // are ranked as the output projection makes them.
   row_rules_.clear();
+  bool shortlisted = false;
   for (size_t i = 0; i < firsts.size(); ++i) {
     const int64_t end =
         i + 1 < firsts.size() ? firsts[i + 1].second : static_cast<int64_t>(rows_.size());
     const ops::CandidateRule rule = firsts[i].first->NextCandidates();
     for (int64_t r = firsts[i].second; r < end; ++r) row_rules_.push_back(rule);
+    shortlisted = shortlisted || firsts[i].first->shortlist() != nullptr;
   }
-  OutputCandidates(model_->weights, hidden_, row_rules_, special_.pad, special_.eos, &logits_,
-                   &row_candidates_);
+  if (!shortlisted) {
+    OutputCandidates(model_->weights, hidden_, row_rules_, special_.pad, special_.eos, &logits_,
+                     &row_candidates_);
+  } else {
+    RankShortlisted(firsts);
+  }
   for (const auto& [search, first_row] : firsts) {
     search->Advance(row_candidates_, alignment_rows, first_row);
   }
   return absl::OkStatus();
+}
+
+void Translator::RankShortlisted(std::span<const std::pair<SentenceSearch*, int64_t>> firsts) {
+  // Each shortlisted search's rows over its own tokens, the others together over all of them:
+  // a sentence's candidates never depend on what else is in the batch.
+  row_candidates_.resize(rows_.size());
+  const std::span<const ops::CandidateRule> rules(row_rules_);
+  auto rank = [&](int64_t begin, int64_t end, const OutputShortlist* shortlist) {
+    if (begin == end) return;
+    const Tensor rows = hidden_.Rows(begin, end);
+    const auto rules_of = rules.subspan(begin, end - begin);
+    if (shortlist != nullptr) {
+      ShortlistCandidates(*shortlist, rows, rules_of, special_.pad, special_.eos, &logits_,
+                          &part_candidates_);
+    } else {
+      OutputCandidates(model_->weights, rows, rules_of, special_.pad, special_.eos, &logits_,
+                       &part_candidates_);
+    }
+    std::move(part_candidates_.begin(), part_candidates_.end(), row_candidates_.begin() + begin);
+  };
+  int64_t open = 0;  // the first row of the run of unlisted searches not ranked yet
+  for (size_t i = 0; i < firsts.size(); ++i) {
+    const OutputShortlist* shortlist = firsts[i].first->shortlist();
+    if (shortlist == nullptr) continue;
+    const int64_t begin = firsts[i].second;
+    const int64_t end =
+        i + 1 < firsts.size() ? firsts[i + 1].second : static_cast<int64_t>(rows_.size());
+    rank(open, begin, nullptr);
+    rank(begin, end, shortlist);
+    open = end;
+  }
+  rank(open, static_cast<int64_t>(rows_.size()), nullptr);
 }
 
 Tensor Translator::CopyLastLogits() const {
@@ -410,7 +482,7 @@ absl::StatusOr<std::vector<SearchResult>> Translator::TranslateIds(
   std::vector<std::unique_ptr<SentenceSearch>> searches;
   std::vector<SentenceSearch*> active;
   for (auto& source : *encoded) {
-    searches.push_back(StartSearch(std::move(source), options));
+    searches.push_back(StartSearch(std::move(source), options, sources[searches.size()]));
     active.push_back(searches.back().get());
   }
   while (!active.empty()) {

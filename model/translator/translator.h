@@ -23,6 +23,7 @@
 #include "model/loader/marian_loader.h"
 #include "model/ops/ops.h"
 #include "model/tokenizer/marian_tokenizer.h"
+#include "model/translator/vocabulary_map.h"
 
 namespace transerve {
 
@@ -99,8 +100,11 @@ class Translator {
   // once the device is lost (device_status()).
   absl::StatusOr<std::vector<std::shared_ptr<const CrossKv>>> Encode(
       std::span<const std::vector<int32_t>> sources);
+  // `source_ids` (the sentence Encode was given) pick its vocabulary shortlist under
+  // options.use_vocabulary_map.
   std::unique_ptr<SentenceSearch> StartSearch(std::shared_ptr<const CrossKv> source,
-                                              const DecodingOptions& options);
+                                              const DecodingOptions& options,
+                                              std::span<const int32_t> source_ids = {});
   // One decoder step for every search that is not done, in one batched call.
   // RESOURCE_EXHAUSTED (and no search advanced) when the KV cache is full or the device is out
   // of memory; INTERNAL when a device call failed; UNAVAILABLE once the device is lost.
@@ -130,6 +134,8 @@ class Translator {
   // Bytes the model's weights hold (on its device), each storage once.
   int64_t WeightBytes() const;
   const MarianTokenizer& tokenizer() const { return *tokenizer_; }
+  // The model directory's vmap.txt (DecodingOptions::use_vocabulary_map), or null.
+  const VocabularyMap* vocabulary_map() const { return vocabulary_map_.get(); }
   const SpecialTokens& special_tokens() const { return special_; }
   const KvBlockPool& kv_pool() const { return *kv_pool_; }
   // What a scheduler weighs admission by, in KV blocks: the pool's bound (0: unbounded), and
@@ -174,14 +180,17 @@ class Translator {
   // stream_ on device_; RESOURCE_EXHAUSTED when the device has none to give.
   absl::Status OpenStream();
   absl::Status StepOnce(std::span<SentenceSearch* const> searches);
+  // The step's candidates into row_candidates_ when some search has a vocabulary shortlist.
+  void RankShortlisted(std::span<const std::pair<SentenceSearch*, int64_t>> firsts);
   template <typename Work>
   auto Guarded(const char* what, Work&& work) -> decltype(work());
 
   // This replica's device work goes here (every entry point that touches the device opens a
   // StreamScope on it). Declared first, so destroyed last: after the tensors queued on it.
   ops::DeviceStream stream_;
-  std::shared_ptr<const MarianModel> model_;          // shared with replicas
-  std::shared_ptr<const MarianTokenizer> tokenizer_;  // shared with replicas
+  std::shared_ptr<const MarianModel> model_;             // shared with replicas
+  std::shared_ptr<const MarianTokenizer> tokenizer_;     // shared with replicas
+  std::shared_ptr<const VocabularyMap> vocabulary_map_;  // shared with replicas; may be null
   std::unique_ptr<KvBlockPool> kv_pool_;
   SpecialTokens special_;
   Device device_ = Device::kCpu;
@@ -197,8 +206,9 @@ class Translator {
   static const Tensor& HostCopy(const Tensor& t, Tensor* host);
   Tensor encoder_out_;
   std::vector<DecoderRow> rows_;
-  std::vector<ops::CandidateRule> row_rules_;            // per row of the step
-  std::vector<std::vector<TokenScore>> row_candidates_;  // per row of the step
+  std::vector<ops::CandidateRule> row_rules_;             // per row of the step
+  std::vector<std::vector<TokenScore>> part_candidates_;  // a shortlisted step's share
+  std::vector<std::vector<TokenScore>> row_candidates_;   // per row of the step
 };
 
 }  // namespace transerve

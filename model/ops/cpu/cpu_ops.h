@@ -14,6 +14,7 @@ std::string BlasDescription();
 void Gemm(const Tensor& a, const Tensor& b, bool trans_b, float alpha, float beta, Tensor* c);
 PackedMatrix PackMatrix(const Tensor& weight, WeightFormat format);
 void UnpackRow(const PackedMatrix& packed, int64_t n, float* out);
+PackedMatrix GatherRows(const PackedMatrix& packed, std::span<const int32_t> rows);
 // y = activation(x · weightᵀ + bias) with the packed weight, in its format; y -> [M, N].
 void PackedProduct(const Tensor& x, const PackedMatrix& weight, const Tensor& bias,
                    Activation activation, Tensor* y);

@@ -7,6 +7,9 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "model/core/half.h"
@@ -274,6 +277,51 @@ void UnpackRow(const PackedMatrix& p, int64_t n, float* out) {
       break;
     }
   }
+}
+
+PackedMatrix GatherRows(const PackedMatrix& p, std::span<const int32_t> rows) {
+  PackedMatrix out;
+  out.format = p.format;
+  out.rows = static_cast<int64_t>(rows.size());
+  out.cols = p.cols;
+  out.depth = p.depth;
+  const int64_t panels = (out.rows + kWidth - 1) / kWidth;
+  // A row's values sit in groups of `group` consecutive depth entries per lane (the layouts of
+  // PackFloat32, PackBFloat16 and PackInt8), so a row is copied group by group.
+  const int64_t group = p.format == WeightFormat::kInt8       ? 4
+                        : p.format == WeightFormat::kBFloat16 ? 2
+                                                              : 1;
+  const size_t bytes = DTypeSize(p.panels.dtype());
+  out.panels = Tensor({panels, p.depth, kWidth}, p.panels.dtype());
+  std::memset(out.panels.data<uint8_t>(), 0, static_cast<size_t>(out.panels.numel()) * bytes);
+  if (p.format == WeightFormat::kInt8) {
+    out.scales = Tensor({panels * kWidth});
+    out.column_sums = Tensor({panels * kWidth}, DType::kInt32);
+    std::fill(out.scales.f32(), out.scales.f32() + out.scales.numel(), 0.0f);
+    std::fill(out.column_sums.data<int32_t>(),
+              out.column_sums.data<int32_t>() + out.column_sums.numel(), 0);
+  }
+  const auto* from = p.panels.data<uint8_t>();
+  auto* to = out.panels.data<uint8_t>();
+  const int64_t panel_size = p.depth * kWidth;
+  for (int64_t j = 0; j < out.rows; ++j) {
+    const int64_t n = rows[j];
+    if (n < 0 || n >= p.rows) {
+      throw std::invalid_argument("GatherRows: row " + std::to_string(n) + " of " +
+                                  std::to_string(p.rows));
+    }
+    const int64_t src = (n / kWidth) * panel_size + (n % kWidth) * group;
+    const int64_t dst = (j / kWidth) * panel_size + (j % kWidth) * group;
+    for (int64_t d = 0; d < p.depth; d += group) {
+      std::memcpy(to + (dst + d * kWidth) * bytes, from + (src + d * kWidth) * bytes,
+                  static_cast<size_t>(group) * bytes);
+    }
+    if (p.format == WeightFormat::kInt8) {
+      out.scales.f32()[j] = p.scales.f32()[n];
+      out.column_sums.data<int32_t>()[j] = p.column_sums.data<int32_t>()[n];
+    }
+  }
+  return out;
 }
 
 PanelOperands ConvertOperands(const Tensor& x, const PackedMatrix& weight) {
