@@ -158,7 +158,8 @@ int Run() {
   topts.dtype = absl::GetFlag(FLAGS_dtype);
   topts.cpu_isa = absl::GetFlag(FLAGS_cpu_isa);
   topts.num_threads = absl::GetFlag(FLAGS_threads);
-  topts.with_tokenizer = false;
+  // Ids in, ids out; the shortlist reads its map by the tokenizer's pieces.
+  topts.with_tokenizer = absl::GetFlag(FLAGS_use_vocabulary_map);
   const double peak = absl::GetFlag(FLAGS_device) == "cuda" ? 0 : MeasureSgemmPeakInChild(2048);
   const auto load_start = Clock::now();
   auto translator = Translator::Create(topts);

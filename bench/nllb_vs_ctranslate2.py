@@ -10,8 +10,10 @@
    NLLB-200-distilled-600M's dimensions (d_model 1024, 12 + 12 pre-norm layers, 16 heads, FFN
    4096, vocabulary 256,206, 1,024 positions), written by the project's own generator
    (tools/reference/m2m_reference.py). Both families share the architecture (model_type
-   m2m_100); its tokenizer files are M2M-100's (a small trained BPE model and vocab.json), which
-   the kit's run requires, and play no part: both engines get the same ids.
+   m2m_100); its tokenizer files are M2M-100's (a small trained BPE model, and vocab.json naming
+   every id), which the kit's run requires, and play no part: both engines get the same ids.
+   Its vmap.txt gives every sentence a shortlist of 4,096 random tokens, for the variant with
+   --use_vocabulary_map.
 2. Runs the kit's compare.py on it with the kit's conversion (Marian only) replaced by
    tools/reference/m2m_to_ct2.py, which writes what CTranslate2's converter writes for these
    models. Everything after `--` goes to compare.py (its --transerve_bench and --model_dir are
@@ -20,6 +22,7 @@
 import argparse
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -28,6 +31,7 @@ import time
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 REF = os.path.join(ROOT, "tools", "reference")
 SHAPE = dict(d_model=1024, layers=12, heads=16, ffn=4096, vocab=256206, max_positions=1024)
+VMAP_TOKENS = 4096
 
 
 def make_model(out, seed):
@@ -41,6 +45,23 @@ def make_model(out, seed):
     t = time.time()
     tr.make_tokenizer(tmp, "m2m100", seed)
     m2m.make_random_checkpoint(tmp, seed, **SHAPE)
+    # Every id a piece of its own (the trained pieces, then made-up ones up to the table's
+    # rows less the language codes), as the published vocabulary names all of its ids: so that
+    # a vocabulary map can name any target token.
+    with open(os.path.join(tmp, "vocab.json"), encoding="utf-8") as f:
+        vocab = json.load(f)
+    codes = len(tr.ReferenceTokenizer(tmp).code_ids)
+    for i in range(len(vocab), SHAPE["vocab"] - codes):
+        vocab[f"madeupword{i:06d}"] = i
+    with open(os.path.join(tmp, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    # A vocabulary map that gives every sentence the same VMAP_TOKENS tokens: the size of the
+    # shortlist is what its speed depends on (the random weights have no lexicon to learn one
+    # from).
+    rng = random.Random(seed)
+    pieces = [p for p, i in vocab.items() if i > 3]
+    with open(os.path.join(tmp, "vmap.txt"), "w", encoding="utf-8") as f:
+        f.write("\t" + " ".join(rng.sample(pieces, VMAP_TOKENS)) + "\n")
     with open(os.path.join(tmp, "config.json")) as f:
         cfg = json.load(f)
     cfg["_name_or_path"] = f"transerve-random-nllb-600m-shape-seed{seed}"
