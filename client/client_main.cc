@@ -34,6 +34,8 @@ ABSL_FLAG(bool, stream, false, "Use TranslateStream and print text as it is prod
 ABSL_FLAG(bool, show_scores, false, "Append a tab and the score to each line");
 ABSL_FLAG(bool, show_alignment, false, "Ask for the alignment and print it after each line");
 ABSL_FLAG(bool, truncate, false, "Let the server truncate sources that are too long");
+ABSL_FLAG(bool, use_vocabulary_map, false,
+          "Choose each token among the sentence's vocabulary shortlist (the model's vmap.txt)");
 ABSL_FLAG(std::string, format, "text", "How the server reads each text: text or html");
 ABSL_FLAG(bool, split_sentences, true,
           "Let the server cut each text into sentences (false: each text is one sequence)");
@@ -107,6 +109,7 @@ v1::TranslateRequest MakeRequest(const std::vector<std::string>& texts) {
   o->set_return_scores(absl::GetFlag(FLAGS_show_scores));
   o->set_return_alignment(absl::GetFlag(FLAGS_show_alignment));
   o->set_truncate(absl::GetFlag(FLAGS_truncate));
+  o->set_use_vocabulary_map(absl::GetFlag(FLAGS_use_vocabulary_map));
   req.set_source_language(absl::GetFlag(FLAGS_source_language));
   req.set_target_language(absl::GetFlag(FLAGS_target_language));
   auto* d = req.mutable_document();
