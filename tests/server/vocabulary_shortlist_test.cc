@@ -114,15 +114,15 @@ class VocabularyShortlistTest : public ::testing::Test {
 
 TEST_F(VocabularyShortlistTest, ShortlistedCallsKeepToTheListAndToTheirAnswerAlone) {
   SCOPED_TRACE(absl::StrCat("seed ", seed_));
-  ServerProcess server({absl::StrCat("--model_dir=", (dir_ / "listed").string(), ",",
-                                     (dir_ / "plain").string()),
-                        "--host=127.0.0.1", "--port=0", "--metrics_port=-1", "--http_port=-1",
-                        "--num_threads=2", "--dtype=float32"},
-                       (dir_ / "server.log").string());
+  ServerProcess server(
+      {absl::StrCat("--model_dir=", (dir_ / "listed").string(), ",", (dir_ / "plain").string()),
+       "--host=127.0.0.1", "--port=0", "--metrics_port=-1", "--http_port=-1", "--num_threads=2",
+       "--dtype=float32"},
+      (dir_ / "server.log").string());
   const int port = server.WaitServing(std::chrono::seconds(180));
   ASSERT_GT(port, 0) << server.Log();
-  auto stub = v1::Translator::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                                          grpc::InsecureChannelCredentials()));
+  auto stub = v1::Translator::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   // Alone: within the list, and the same ids as transerve-translate.
   std::vector<std::string> texts;
   for (int i = 0; i < 6; ++i) texts.push_back(Words(rng_));
@@ -161,8 +161,8 @@ TEST_F(VocabularyShortlistTest, ShortlistedCallsKeepToTheListAndToTheirAnswerAlo
   std::vector<std::thread> threads;
   for (size_t i = 0; i < calls.size(); ++i) {
     threads.emplace_back([&, i] {
-      auto own = v1::Translator::NewStub(grpc::CreateChannel(
-          absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+      auto own = v1::Translator::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                                             grpc::InsecureChannelCredentials()));
       std::vector<std::string> got(calls[i].request.texts_size());
       grpc::Status s;
       if (calls[i].stream) {
