@@ -182,6 +182,8 @@ absl::StatusOr<std::unique_ptr<MarianTokenizer>> LoadCt2Tokenizer(const std::str
     if (!parts.language_tokens.empty()) {
       parts.append_eos = true;
       parts.hidden_tokens = {"<s>", "<mask>"};
+      // M2M-100's ("__en__") decodes as SentencePiece does, unstripped; NLLB-200's strips.
+      parts.strip_decoded = !parts.language_tokens.front().starts_with("__");
     }
   }
   auto tokenizer = MarianTokenizer::FromParts(std::move(parts));
