@@ -417,35 +417,41 @@ absl::Status Translator::StepOnce(std::span<SentenceSearch* const> searches) {
 }
 
 void Translator::RankShortlisted(std::span<const std::pair<SentenceSearch*, int64_t>> firsts) {
-  // Each shortlisted search's rows over its own tokens, the others together over all of them:
-  // a sentence's candidates never depend on what else is in the batch.
+  // Each shortlisted search's rows over its own tokens; the others gathered into one product
+  // over the whole vocabulary, which is read once per step however they interleave. A
+  // sentence's candidates never depend on what else is in the batch. (CPU only: hidden_ is on
+  // the host.)
   row_candidates_.resize(rows_.size());
-  const std::span<const ops::CandidateRule> rules(row_rules_);
-  auto rank = [&](int64_t begin, int64_t end, const OutputShortlist* shortlist) {
-    if (begin == end) return;
-    const Tensor rows = hidden_.Rows(begin, end);
-    const auto rules_of = rules.subspan(begin, end - begin);
-    if (shortlist != nullptr) {
-      ShortlistCandidates(*shortlist, rows, rules_of, special_.pad, special_.eos, &logits_,
-                          &part_candidates_);
-    } else {
-      OutputCandidates(model_->weights, rows, rules_of, special_.pad, special_.eos, &logits_,
-                       &part_candidates_);
-    }
-    std::move(part_candidates_.begin(), part_candidates_.end(), row_candidates_.begin() + begin);
-  };
-  int64_t open = 0;  // the first row of the run of unlisted searches not ranked yet
+  const int64_t width = hidden_.dim(1);
+  std::vector<int64_t> unlisted;
+  std::vector<ops::CandidateRule> unlisted_rules;
   for (size_t i = 0; i < firsts.size(); ++i) {
-    const OutputShortlist* shortlist = firsts[i].first->shortlist();
-    if (shortlist == nullptr) continue;
     const int64_t begin = firsts[i].second;
     const int64_t end =
         i + 1 < firsts.size() ? firsts[i + 1].second : static_cast<int64_t>(rows_.size());
-    rank(open, begin, nullptr);
-    rank(begin, end, shortlist);
-    open = end;
+    const OutputShortlist* shortlist = firsts[i].first->shortlist();
+    if (shortlist == nullptr) {
+      for (int64_t r = begin; r < end; ++r) {
+        unlisted.push_back(r);
+        unlisted_rules.push_back(row_rules_[r]);
+      }
+      continue;
+    }
+    ShortlistCandidates(*shortlist, hidden_.Rows(begin, end),
+                        std::span(row_rules_).subspan(begin, end - begin), special_.pad,
+                        special_.eos, &logits_, &part_candidates_);
+    std::move(part_candidates_.begin(), part_candidates_.end(), row_candidates_.begin() + begin);
   }
-  rank(open, static_cast<int64_t>(rows_.size()), nullptr);
+  if (unlisted.empty()) return;
+  Tensor gathered({static_cast<int64_t>(unlisted.size()), width});
+  for (size_t j = 0; j < unlisted.size(); ++j) {
+    std::copy_n(hidden_.f32() + unlisted[j] * width, width, gathered.f32() + j * width);
+  }
+  OutputCandidates(model_->weights, gathered, unlisted_rules, special_.pad, special_.eos, &logits_,
+                   &part_candidates_);
+  for (size_t j = 0; j < unlisted.size(); ++j) {
+    row_candidates_[unlisted[j]] = std::move(part_candidates_[j]);
+  }
 }
 
 Tensor Translator::CopyLastLogits() const {
