@@ -183,6 +183,11 @@ absl::StatusOr<Routed> RouteOf(ServiceContext& context, const grpc::CallbackServ
 
 namespace {
 
+// What answers and metrics call the model: its name, or "first+second" for a pivot.
+std::string ModelName(const std::string& first, const std::string& second) {
+  return second.empty() ? first : absl::StrCat(first, "+", second);
+}
+
 // The admission of a routed request once its model (and a pivot's second) is at hand.
 absl::StatusOr<Admission> Prepare(ServiceContext& context, const v1::TranslateRequest& request,
                                   Routed routed, ModelLease lease, ModelLease second) {
@@ -221,7 +226,7 @@ absl::StatusOr<Admission> Prepare(ServiceContext& context, const v1::TranslateRe
 }  // namespace
 
 std::string Admission::name() const {
-  return pivot ? absl::StrCat(model->name, "+", pivot->model->name) : model->name;
+  return ModelName(model->name, pivot ? pivot->model->name : "");
 }
 
 void Admission::FillPivot(v1::Pivot* out) const {
@@ -236,9 +241,7 @@ void Admit(ServiceContext& context, const grpc::CallbackServerContext* ctx,
            std::function<bool()> cancelled, std::function<void(absl::StatusOr<Admission>)> done) {
   auto routed = RouteOf(context, ctx, request);
   if (!routed.ok()) return done(routed.status());
-  *model_name = routed->second_model.empty()
-                    ? routed->model
-                    : absl::StrCat(routed->model, "+", routed->second_model);
+  *model_name = ModelName(routed->model, routed->second_model);
   const std::string model = routed->model;
   const absl::Time deadline = routed->deadline;
   context.repository->Acquire(
