@@ -45,6 +45,9 @@ ABSL_FLAG(std::string, source_language, "",
 ABSL_FLAG(std::string, target_language, "", "Target language code: the server picks the model");
 ABSL_FLAG(bool, document, false,
           "Send all of stdin as one text (a document) and print its translation as it is");
+ABSL_FLAG(std::string, glossary_id, "",
+          "A glossary the server keeps (its Glossaries service, DeepL's /v2/glossaries): its "
+          "terms come out as its target terms");
 ABSL_FLAG(int, batch_size, 32, "Texts per request when reading stdin");
 ABSL_FLAG(double, timeout, 0, "Deadline per request in seconds; 0 = none");
 ABSL_FLAG(bool, list_models, false, "Print the server's models and exit");
@@ -116,6 +119,7 @@ v1::TranslateRequest MakeRequest(const std::vector<std::string>& texts) {
   d->set_format(absl::GetFlag(FLAGS_format) == "html" ? v1::DocumentOptions::FORMAT_HTML
                                                       : v1::DocumentOptions::FORMAT_TEXT);
   if (!absl::GetFlag(FLAGS_split_sentences)) d->set_split_sentences(false);
+  d->set_glossary_id(absl::GetFlag(FLAGS_glossary_id));
   return req;
 }
 

@@ -1,6 +1,7 @@
 // Fuzz target: the HTTP APIs' request handling, as functions from an HttpInput to an HttpReply
 // (LibreTranslate's /translate, /detect, /languages, /frontend/settings; the native /v1/translate,
-// /v1/translate/stream up to its first event, /v1/models) over a fake backend
+// /v1/translate/stream up to its first event, /v1/models; DeepL's routes and glossary routes
+// under any method and path, and DeepLX's) over a fake backend
 // whose answers are random but valid. Every reply must be JSON of the API's shape with one of
 // the API's statuses, and 500 only when the backend itself failed (never for the input).
 //
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "server/http/deepl_api.h"
 #include "server/http/http_exchange.h"
 #include "server/http/libretranslate_api.h"
 #include "server/http/native_api.h"
@@ -175,6 +177,9 @@ const char* const kContentTypes[] = {"application/json",
                                      "application/ld+json",
                                      "APPLICATION/JSON"};
 const char* const kNames[] = {"q", "source", "target", "format", "alternatives", "api_key"};
+const char* const kDeeplNames[] = {
+    "text",      "target_lang", "source_lang", "tag_handling", "glossary_id",    "split_sentences",
+    "formality", "ignore_tags", "name",        "entries",      "entries_format", "type"};
 
 void Check(bool ok) {
   if (!ok) __builtin_trap();
@@ -232,6 +237,70 @@ int FuzzNativeApi(HttpInput& input, FakeBackend& backend, int endpoint) {
   return 0;
 }
 
+// DeepL's API: JSON with DeepL's statuses, {"message"} on errors ({"code", "message"} for
+// DeepLX), a 204 with nothing, or a glossary's TSV; 500 only for a backend failing so (the fake
+// keeps no glossaries: its glossary calls answer UNIMPLEMENTED).
+int FuzzDeeplApi(HttpInput& input, FakeBackend& backend) {
+  transerve::http::DeeplApi api(backend);
+  static const char* const kPaths[] = {"/v2/glossaries",
+                                       "/v3/glossaries",
+                                       "/v2/glossaries/x",
+                                       "/v3/glossaries/x/entries",
+                                       "/v3/glossaries/x/dictionaries",
+                                       "/v2/glossaries/x/entries",
+                                       "/v3/x/glossaries",
+                                       "/v2/glossaries/a/b/c"};
+  static const char* const kMethods[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
+  // The route and the method: the timeout byte's bits (the body took the rest of the input).
+  const auto route = static_cast<uint8_t>(input.timeout_ms);
+  HttpReply reply;
+  bool glossary_route = false;
+  switch (route % 6) {
+    case 0:
+      input.path = "/v2/translate";
+      reply = api.Translate(input);
+      break;
+    case 1:
+      reply = api.Languages(input);
+      break;
+    case 2:
+      reply = api.Usage(input);
+      break;
+    case 3:
+      reply = api.GlossaryLanguagePairs(input);
+      break;
+    case 4:
+      input.path = kPaths[(route >> 3) % 8];
+      input.method = kMethods[(route >> 6) % 5];
+      reply = api.Glossaries(input);
+      glossary_route = true;
+      break;
+    default:
+      input.path = "/deeplx/translate";
+      reply = api.DeeplxTranslate(input);
+      break;
+  }
+  static const std::set<int> kStatuses = {200, 201, 204, 400, 403, 404, 405,
+                                          429, 456, 499, 500, 503, 504};
+  Check(kStatuses.count(reply.status) == 1);
+  if (reply.status == 204) return 0;
+  if (reply.content_type == "text/tab-separated-values") return 0;
+  const Json body = JsonReplyOrTrap(reply, kStatuses);
+  if (reply.status >= 400) {
+    Check(Has(body, "message") && body["message"].is_string());
+    if (route % 6 == 5) Check(Has(body, "code") && body["code"].is_number());
+  }
+  if (reply.status == 500) {
+    Check(glossary_route || backend.list_failed_500 ||
+          (backend.translate_called && MapsTo500(backend.used_code)));
+  }
+  if (reply.status == 200 && route % 6 == 0) {
+    Check(Has(body, "translations") && body["translations"].is_array() &&
+          static_cast<int>(body["translations"].size()) == backend.texts_sent);
+  }
+  return 0;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -242,9 +311,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   input.content_type = kContentTypes[(which >> 2) & 7];
   FakeBackend backend(in);
   const int params = in.Byte() & 7;
+  const bool deepl = (which & 3) == 2 && (which & 0x20);
   for (int i = 0; i < params; ++i) {
     const uint8_t k = in.Byte();
-    const std::string name = k < 6 * 40 ? kNames[k % 6] : in.Short();
+    const std::string name = k >= 6 * 40 ? in.Short() : deepl ? kDeeplNames[k % 12] : kNames[k % 6];
     input.params.emplace(name, in.Short());
   }
   if (which & 0x80) input.authorization = in.Short();
@@ -256,6 +326,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   settings.batch_limit = (which & 0x20) ? 4 : -1;
   // The native API: in place of /frontend/settings with limits (a case the LT one barely needs).
   if ((which & 3) == 3 && (which & 0x20)) return FuzzNativeApi(input, backend, in.Byte() % 3);
+  // DeepL's: in place of LibreTranslate's /languages with limits.
+  if (deepl) return FuzzDeeplApi(input, backend);
   HttpReply reply;
   switch (which & 3) {
     case 0:

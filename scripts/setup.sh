@@ -49,8 +49,28 @@ for p in "${WANTED[@]}"; do
   fi
 done
 
+# DeepL's official client library for its test (tests/server/deepl_client_test.sh): Node.js
+# from Debian where the machine has none, then the locked deepl-node from the npm registry.
+install_deepl_client() {
+  if [ "${1:-}" = "--build-only" ]; then return 0; fi
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/deepl_client"
+  # The lock file copied in once installed: a changed lock installs again.
+  if [ -d "$dir/node_modules/deepl-node" ] && \
+     cmp -s "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json" 2>/dev/null; then
+    return 0
+  fi
+  echo "setup: installing deepl-node into $dir"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error &&
+    cp package-lock.json node_modules/.installed-lock.json)
+}
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  if [ "${1:-}" != "--build-only" ]; then missing+=(nodejs npm); fi
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#WANTED[@]} packages present"
+  install_deepl_client "${1:-}"
   exit 0
 fi
 
@@ -64,3 +84,4 @@ if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1 || \
   $SUDO apt-get update
   $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+install_deepl_client "${1:-}"

@@ -188,6 +188,25 @@ std::string ModelName(const std::string& first, const std::string& second) {
   return second.empty() ? first : absl::StrCat(first, "+", second);
 }
 
+// The terms of the glossary the request names (null when none) for its pair: the source as
+// named or detected, else the model's; the target as named, else the model's.
+absl::StatusOr<std::shared_ptr<const text::TermTable>> StoredGlossary(
+    const ServiceContext& context, const v1::TranslateRequest& request, const Routed& routed,
+    const ModelLanguages& served) {
+  const std::string& id = request.document().glossary_id();
+  if (id.empty()) return nullptr;
+  if (context.glossaries == nullptr) return absl::NotFoundError("this server keeps no glossaries");
+  const bool named_source = !routed.source.empty() && routed.source != "mul";
+  const std::string& source = named_source ? routed.source : served.source;
+  const std::string& target = routed.target.empty() ? served.target : routed.target;
+  if (source.empty() || source == "mul" || target.empty() || target == "mul") {
+    return absl::InvalidArgumentError(
+        "a glossary needs the request's language pair: name source_language and "
+        "target_language");
+  }
+  return context.glossaries->TermsFor(id, source, target);
+}
+
 // The admission of a routed request once its model (and a pivot's second) is at hand.
 absl::StatusOr<Admission> Prepare(ServiceContext& context, const v1::TranslateRequest& request,
                                   Routed routed, ModelLease lease, ModelLease second) {
@@ -207,8 +226,10 @@ absl::StatusOr<Admission> Prepare(ServiceContext& context, const v1::TranslateRe
   // Sentence break rules: the source's language as asked or detected, else the model's.
   const std::string& split =
       routed.source.empty() || routed.source == "mul" ? served.source : routed.source;
-  auto prepared =
-      PrepareRequest(request, *admitted.model->translator, context.config.limits, *tokens, split);
+  auto glossary = StoredGlossary(context, request, routed, served);
+  if (!glossary.ok()) return glossary.status();
+  auto prepared = PrepareRequest(request, *admitted.model->translator, context.config.limits,
+                                 *tokens, split, *std::move(glossary));
   if (!prepared.ok()) return prepared.status();
   admitted.prepared = *std::move(prepared);
   if (pivot) {

@@ -29,6 +29,13 @@ std::optional<v1::TranslateRequest> ParseTranslateRequest(const grpc::ByteBuffer
     if (d.has_split_sentences()) out->set_split_sentences(d.split_sentences());
     if (d.has_protect_spans()) out->set_protect_spans(d.protect_spans());
     for (const auto& term : d.protected_terms()) out->add_protected_terms(term);
+    out->set_glossary_id(d.glossary_id());
+    for (const auto& e : d.glossary_entries()) {
+      v1::GlossaryEntry* entry = out->add_glossary_entries();
+      entry->set_source(e.source());
+      entry->set_target(e.target());
+    }
+    for (const auto& name : d.untranslated_elements()) out->add_untranslated_elements(name);
   }
   return r;
 }

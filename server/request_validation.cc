@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iterator>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "model/tokenizer/utf8.h"
 #include "text/utf8_chars.h"
@@ -43,8 +44,9 @@ absl::StatusOr<DecodingOptions> ResolveOptions(const v1::DecodingOptions& reques
   return o;
 }
 
-absl::StatusOr<text::DocumentOptions> ResolveDocumentOptions(const v1::TranslateRequest& request,
-                                                             const RequestLimits& limits) {
+absl::StatusOr<text::DocumentOptions> ResolveDocumentOptions(
+    const v1::TranslateRequest& request, const RequestLimits& limits,
+    std::shared_ptr<const text::TermTable> stored_glossary) {
   const v1::DocumentOptions& d = request.document();
   text::DocumentOptions o;
   switch (d.format()) {
@@ -74,6 +76,43 @@ absl::StatusOr<text::DocumentOptions> ResolveDocumentOptions(const v1::Translate
     }
     o.protect.caller_terms.push_back(term);
   }
+  if (d.glossary_entries_size() > limits.max_glossary_entries) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "document.glossary_entries has ", d.glossary_entries_size(), " entries; the limit is ",
+        limits.max_glossary_entries, " (store a larger glossary and name it in glossary_id)"));
+  }
+  std::vector<text::Term> entries;
+  for (int i = 0; i < d.glossary_entries_size(); ++i) {
+    const v1::GlossaryEntry& e = d.glossary_entries(i);
+    for (const auto& [side, term] : {std::pair{"source", &e.source()}, {"target", &e.target()}}) {
+      if (const std::string why = text::TermProblem(*term); !why.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("document.glossary_entries[", i, "]: the ", side, " term ", why));
+      }
+    }
+    entries.push_back({e.source(), e.target()});
+  }
+  if (!entries.empty()) {
+    o.protect.glossaries.push_back(
+        std::make_shared<text::TermTable>(entries, text::TermCase::kSentenceAndCapitals));
+  }
+  if (stored_glossary != nullptr) o.protect.glossaries.push_back(std::move(stored_glossary));
+  if (d.untranslated_elements_size() > 64) {
+    return absl::InvalidArgumentError("document.untranslated_elements names over 64 elements");
+  }
+  for (int i = 0; i < d.untranslated_elements_size(); ++i) {
+    std::string name = absl::AsciiStrToLower(d.untranslated_elements(i));
+    const bool ok =
+        !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+          return absl::ascii_isalnum(c) || c == '-' || c == '_' || c == ':';
+        });
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("document.untranslated_elements[", i,
+                       "] is not a tag name (1 to 64 letters, digits, '-', '_' or ':')"));
+    }
+    o.untranslated_elements.push_back(std::move(name));
+  }
   return o;
 }
 
@@ -86,11 +125,10 @@ const std::string& PreparedRequest::model_text(size_t i) const {
   return it->document.model_text(i - it->first);
 }
 
-absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& request,
-                                               const Translator& translator,
-                                               const RequestLimits& limits,
-                                               const LanguageTokens& languages,
-                                               const std::string& source_language) {
+absl::StatusOr<PreparedRequest> PrepareRequest(
+    const v1::TranslateRequest& request, const Translator& translator, const RequestLimits& limits,
+    const LanguageTokens& languages, const std::string& source_language,
+    std::shared_ptr<const text::TermTable> stored_glossary) {
   if (request.texts().empty()) {
     return absl::InvalidArgumentError("texts is empty: give at least one text to translate");
   }
@@ -109,7 +147,7 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& reque
     return s;
   }
   prepared.return_scores = request.options().return_scores();
-  auto document_options = ResolveDocumentOptions(request, limits);
+  auto document_options = ResolveDocumentOptions(request, limits, std::move(stored_glossary));
   if (!document_options.ok()) return document_options.status();
   if (!source_language.empty()) document_options->language = source_language;
   settings.max_source_tokens = limits.max_source_tokens;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,16 +16,18 @@
 #include "pipeline/document_segments.h"
 #include "server/model_languages.h"
 #include "text/document.h"
+#include "text/term_table.h"
 #include "transerve/v1/translator.pb.h"
 
 namespace transerve {
 
 struct RequestLimits {
-  int max_texts = 64;             // texts per request
-  int max_text_chars = 100000;    // Unicode characters per text (a document)
-  int max_sentences = 4096;       // segments per request, all texts together
-  int max_source_tokens = 512;    // per segment, after tokenization, EOS included
-  int max_protected_terms = 256;  // DocumentOptions.protected_terms
+  int max_texts = 64;               // texts per request
+  int max_text_chars = 100000;      // Unicode characters per text (a document)
+  int max_sentences = 4096;         // segments per request, all texts together
+  int max_source_tokens = 512;      // per segment, after tokenization, EOS included
+  int max_protected_terms = 256;    // DocumentOptions.protected_terms
+  int max_glossary_entries = 1000;  // DocumentOptions.glossary_entries
   int max_beam_size = 8;
   int max_length = 512;  // generated tokens per segment, EOS included
 };
@@ -48,9 +51,12 @@ struct PreparedRequest {
   const std::string& model_text(size_t i) const;
 };
 
-// The document options a request asks for. INVALID_ARGUMENT for an unknown format or bad terms.
-absl::StatusOr<text::DocumentOptions> ResolveDocumentOptions(const v1::TranslateRequest& request,
-                                                             const RequestLimits& limits);
+// The document options a request asks for, its own glossary entries among them (before
+// `stored_glossary`, the table of the glossary it names, if any: its entries win a tie).
+// INVALID_ARGUMENT for an unknown format or bad terms.
+absl::StatusOr<text::DocumentOptions> ResolveDocumentOptions(
+    const v1::TranslateRequest& request, const RequestLimits& limits,
+    std::shared_ptr<const text::TermTable> stored_glossary = nullptr);
 
 // Options of the request over the model's defaults (zero/unset fields keep the default).
 // INVALID_ARGUMENT for values out of range for the model or the limits.
@@ -62,11 +68,11 @@ absl::StatusOr<DecodingOptions> ResolveOptions(const v1::DecodingOptions& reques
 // segments, a segment over the token limit (only with sentence splitting off), bad options.
 // Segments and tokenizes every text (Translator::Tokenize is const and thread-safe).
 // `languages` tell a multilingual model the pair: a target token goes before every segment or
-// is forced first, a source token starts every source.
-absl::StatusOr<PreparedRequest> PrepareRequest(const v1::TranslateRequest& request,
-                                               const Translator& translator,
-                                               const RequestLimits& limits,
-                                               const LanguageTokens& languages = {},
-                                               const std::string& source_language = "");
+// is forced first, a source token starts every source. `stored_glossary`: as
+// ResolveDocumentOptions.
+absl::StatusOr<PreparedRequest> PrepareRequest(
+    const v1::TranslateRequest& request, const Translator& translator, const RequestLimits& limits,
+    const LanguageTokens& languages = {}, const std::string& source_language = "",
+    std::shared_ptr<const text::TermTable> stored_glossary = nullptr);
 
 }  // namespace transerve

@@ -19,6 +19,7 @@
 #include "model/core/logging.h"
 #include "server/admin_service.h"
 #include "server/credentials.h"
+#include "server/glossaries/glossary_service.h"
 #include "server/http/grpc_bridge.h"
 #include "server/http/http_server.h"
 #include "server/service_context.h"
@@ -51,6 +52,7 @@ struct TranserveServer::Impl {
   bool device_lost ABSL_GUARDED_BY(health_mu) = false;
   std::unique_ptr<grpc::Service> service;  // declared first: outlives the server
   std::unique_ptr<grpc::Service> admin;
+  std::unique_ptr<grpc::Service> glossaries;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<http::HttpFrontEnd> http;  // after the server: stopped and destroyed first
   int port = 0;
@@ -156,12 +158,19 @@ absl::StatusOr<std::unique_ptr<TranserveServer>> TranserveServer::Start(
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();  // keeps grpc++_reflection linked
   impl->service = MakeTranslatorService(&impl->context);
   impl->admin = MakeAdminService(&impl->context);
+  auto glossaries = GlossaryStore::Open(
+      config.data_dir.empty() ? ""
+                              : (std::filesystem::path(config.data_dir) / "glossaries").string());
+  if (!glossaries.ok()) return glossaries.status();
+  impl->context.glossaries = *std::move(glossaries);
+  impl->glossaries = MakeGlossaryService(&impl->context);
   auto credentials = ServerCredentialsFor(config);
   if (!credentials.ok()) return credentials.status();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.address, *credentials, &impl->port);
   builder.RegisterService(impl->service.get());
   builder.RegisterService(impl->admin.get());
+  builder.RegisterService(impl->glossaries.get());
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
   builder.SetMaxSendMessageSize(config.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, config.keepalive_time_ms);

@@ -32,6 +32,8 @@ struct ServerConfig {
   std::map<std::string, std::string> model_languages;
   // Where no model translates a pair: two chained through this language (canonical); "": never.
   std::string pivot_language = "en";
+  // Where the server keeps what it is given (glossaries); "": in memory, lost at exit.
+  std::string data_dir;
   std::string address = "0.0.0.0:50051";         // port 0 picks a free port
   std::string metrics_address = "0.0.0.0:9464";  // empty: no HTTP exposer
   // The HTTP front end (server/http): LibreTranslate's API, the JSON API, the web page. -1: off;

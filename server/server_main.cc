@@ -102,6 +102,9 @@ ABSL_FLAG(std::vector<std::string>, model_languages, {},
 ABSL_FLAG(std::string, pivot_language, "en",
           "Where no model translates a pair, chain two through this language (source -> it -> "
           "target); empty: never");
+ABSL_FLAG(std::string, data_dir, "",
+          "Directory the server keeps its glossaries in (made if missing; they survive restarts); "
+          "empty: in memory only");
 ABSL_FLAG(int, max_beam_size, 8, "Largest beam_size a request may ask for");
 ABSL_FLAG(int, max_length, 512, "Largest max_length a request may ask for");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
@@ -300,6 +303,7 @@ int Run() {
   } else {
     config.pivot_language.clear();
   }
+  config.data_dir = absl::GetFlag(FLAGS_data_dir);
   config.replicas = absl::GetFlag(FLAGS_replicas);
   for (const std::string& entry : absl::GetFlag(FLAGS_model_replicas)) {
     const size_t eq = entry.find('=');

@@ -16,6 +16,7 @@ class CallbackServerContext;
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/glossaries/glossary_store.h"
 #include "server/metrics.h"
 #include "server/models/model_repository.h"
 #include "server/server.h"
@@ -33,6 +34,8 @@ class ServiceContext {
   ServerMetrics metrics;
   // Every model, loaded or not; set once, before `ready`.
   std::unique_ptr<ModelRepository> repository;
+  // The glossaries (--data_dir, or memory); set before anything listens.
+  std::unique_ptr<GlossaryStore> glossaries;
   std::atomic<bool> ready{false};
 
   // A translation call starts / has finished (its reactor's OnDone).

@@ -32,7 +32,7 @@ absl::StatusOr<Document> Document::Build(std::string_view input, const DocumentO
                                          const SegmentLimit& limit) {
   Document doc;
   if (options.format == Format::kHtml) {
-    auto html = HtmlDocument::Parse(input);
+    auto html = HtmlDocument::Parse(input, options.untranslated_elements);
     if (!html.ok()) return html.status();
     doc.html_ = std::make_unique<HtmlDocument>(*std::move(html));
     for (size_t u = 0; u < doc.html_->units().size(); ++u) {

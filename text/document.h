@@ -27,6 +27,8 @@ struct DocumentOptions {
   bool split_sentences = true;  // false: one segment per line (text) or per block (HTML)
   std::string language = "en";  // the source's, for its sentence break rules
   ProtectOptions protect;
+  // HTML: elements (tag names, lower case) whose content stays as it is, as translate="no".
+  std::vector<std::string> untranslated_elements;
 };
 
 // A segment the model would refuse (over `max_units` as `units` counts them, e.g. its tokens)

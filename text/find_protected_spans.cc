@@ -18,12 +18,6 @@ bool IsAsciiAlnum(char c) { return IsAsciiDigit(c) || IsAsciiAlpha(c); }
 bool In(char c, std::string_view set) { return set.find(c) != std::string_view::npos; }
 char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
-// Letters, digits, marks and '_' make words: a caller term never starts or ends inside one.
-bool IsTermChar(UChar32 c) {
-  return c >= 0 && (c == '_' || u_isalnum(c) || u_charType(c) == U_NON_SPACING_MARK ||
-                    u_charType(c) == U_COMBINING_SPACING_MARK);
-}
-
 bool StartsWithNoCase(std::string_view text, size_t pos, std::string_view prefix) {
   if (text.size() - pos < prefix.size()) return false;
   for (size_t i = 0; i < prefix.size(); ++i) {
@@ -391,28 +385,13 @@ size_t MatchPath(std::string_view t, size_t pos) {
   return end - pos;
 }
 
-size_t MatchCallerTerm(std::string_view t, size_t pos, const std::vector<std::string>& terms) {
-  for (const std::string& term : terms) {  // longest first
-    if (t.substr(pos, term.size()) != term) continue;
-    if (IsTermChar(CharAt(term, 0)) && IsTermChar(CharBefore(t, pos))) continue;
-    if (IsTermChar(CharBefore(term, term.size())) && IsTermChar(CharAt(t, pos + term.size()))) {
-      continue;
-    }
-    return term.size();
-  }
-  return 0;
-}
-
 }  // namespace
 
 std::vector<ProtectedSpan> FindProtectedSpans(std::string_view text,
                                               const ProtectOptions& options) {
-  std::vector<std::string> terms;
-  for (const std::string& term : options.caller_terms) {
-    if (!term.empty()) terms.push_back(term);
-  }
-  std::stable_sort(terms.begin(), terms.end(),
-                   [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  std::vector<Term> kept;
+  for (const std::string& term : options.caller_terms) kept.push_back({term, term});
+  const TermTable caller_terms(kept, TermCase::kExact);
 
   struct Matcher {
     size_t (*match)(std::string_view, size_t);
@@ -431,14 +410,25 @@ std::vector<ProtectedSpan> FindProtectedSpans(std::string_view text,
   std::vector<ProtectedSpan> spans;
   size_t pos = 0;
   while (pos < text.size()) {
-    size_t best = MatchCallerTerm(text, pos, terms);
+    size_t best = caller_terms.MatchAt(text, pos).length;
     SpanKind kind = SpanKind::kCallerTerm;
+    const std::string* target = nullptr;
+    for (const auto& glossary : options.glossaries) {
+      if (glossary == nullptr) continue;
+      const TermTable::Match m = glossary->MatchAt(text, pos);
+      if (m.length > best) {
+        best = m.length;
+        kind = SpanKind::kGlossaryTerm;
+        target = m.target;
+      }
+    }
     if (options.detect) {
       for (const Matcher& m : kMatchers) {
         const size_t len = m.match(text, pos);
         if (len > best) {
           best = len;
           kind = m.kind;
+          target = nullptr;
         }
       }
     }
@@ -448,10 +438,13 @@ std::vector<ProtectedSpan> FindProtectedSpans(std::string_view text,
       pos += std::max<size_t>(len, 1);
       continue;
     }
-    if (!spans.empty() && spans.back().range.end == pos) {
+    const std::string_view bytes = text.substr(pos, best);
+    if (!spans.empty() && spans.back().range.end == pos && target == nullptr &&
+        spans.back().kind != SpanKind::kGlossaryTerm) {
       spans.back().range.end = pos + best;
+      spans.back().target.append(bytes);
     } else {
-      spans.push_back({{pos, pos + best}, kind});
+      spans.push_back({{pos, pos + best}, kind, target ? *target : std::string(bytes)});
     }
     pos += best;
   }

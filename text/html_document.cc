@@ -157,7 +157,8 @@ struct Parsed {
 
 class Builder {
  public:
-  Builder(std::string_view src, Parsed* impl) : src_(src), impl_(impl) {}
+  Builder(std::string_view src, Parsed* impl, const std::vector<std::string>& untranslated)
+      : src_(src), impl_(impl), untranslated_(untranslated) {}
 
   bool DepthOk(const GumboNode* n, int depth) const {
     if (depth > kMaxDepth) return false;
@@ -280,8 +281,16 @@ class Builder {
            !IsVoidName(TagName(n->v.element));
   }
 
+  // translate="no", class="notranslate", or a name the caller listed.
+  bool Untranslated(const GumboElement& e) const {
+    if (HasNoTranslate(e)) return true;
+    if (untranslated_.empty()) return false;
+    const std::string name = TagName(e);
+    return std::find(untranslated_.begin(), untranslated_.end(), name) != untranslated_.end();
+  }
+
   bool IsRaw(const GumboNode* n) const {
-    return IsElement(n) && (IsRawName(TagName(n->v.element)) || HasNoTranslate(n->v.element));
+    return IsElement(n) && (IsRawName(TagName(n->v.element)) || Untranslated(n->v.element));
   }
 
   bool IsInlineContent(const GumboNode* n) {
@@ -322,7 +331,7 @@ class Builder {
   // Translatable attributes of an element's start tag: units of their own. `tag` is the tag's
   // info when the element is a tag of the run being built (the unit is then nested in it).
   void Attributes(const GumboNode* n, TagInfo* tag) {
-    if (!OwnsStartTag(n) || HasNoTranslate(n->v.element)) return;
+    if (!OwnsStartTag(n) || Untranslated(n->v.element)) return;
     const GumboElement& e = n->v.element;
     const size_t tag_begin = Offset(e.original_tag.data);
     const size_t tag_end = tag_begin + e.original_tag.length;
@@ -560,6 +569,7 @@ class Builder {
 
   std::string_view src_;
   Parsed* impl_;
+  const std::vector<std::string>& untranslated_;  // tag names, lower case
   std::vector<Candidate> candidates_;
   std::unordered_map<const GumboNode*, bool> inline_memo_;
   size_t pending_run_ = 0;
@@ -686,7 +696,8 @@ struct HtmlDocument::Impl {
   Parsed doc;
 };
 
-absl::StatusOr<HtmlDocument> HtmlDocument::Parse(std::string_view html) {
+absl::StatusOr<HtmlDocument> HtmlDocument::Parse(
+    std::string_view html, const std::vector<std::string>& untranslated_elements) {
   auto impl = std::make_unique<Impl>();
   impl->input = std::string(html);
   GumboOptions options = kGumboDefaultOptions;
@@ -697,7 +708,7 @@ absl::StatusOr<HtmlDocument> HtmlDocument::Parse(std::string_view html) {
   options.max_errors = 0;
   GumboOutput* output = gumbo_parse_with_options(&options, impl->input.data(), impl->input.size());
   if (output == nullptr) return absl::InvalidArgumentError("the HTML parser gave no tree");
-  Builder builder(impl->input, &impl->doc);
+  Builder builder(impl->input, &impl->doc, untranslated_elements);
   if (!builder.DepthOk(output->root, 0)) {
     gumbo_destroy_output(&options, output);
     return absl::InvalidArgumentError("HTML nests elements deeper than " +

@@ -26,7 +26,10 @@ class HtmlDocument {
  public:
   // INVALID_ARGUMENT only where the input cannot be handled safely (nesting deeper than a
   // fixed limit); any other input, however broken, parses as a browser would.
-  static absl::StatusOr<HtmlDocument> Parse(std::string_view html);
+  // `untranslated_elements` (tag names in lower case) keep their content as it is, like
+  // `translate="no"` elements (DeepL's ignore_tags).
+  static absl::StatusOr<HtmlDocument> Parse(
+      std::string_view html, const std::vector<std::string>& untranslated_elements = {});
 
   HtmlDocument(HtmlDocument&&) noexcept;
   HtmlDocument& operator=(HtmlDocument&&) noexcept;

@@ -185,6 +185,7 @@ AlignedTranslation Unprotect(const ProtectedText& p, AlignedTranslation t) {
     const ByteRange r = p.spans[i].range;
     return p.original.substr(r.begin, r.end - r.begin);
   };
+  auto span_target = [&](size_t i) { return p.spans[i].target; };
 
   std::vector<Edit> edits;
   std::vector<size_t> missing;
@@ -205,7 +206,7 @@ AlignedTranslation Unprotect(const ProtectedText& p, AlignedTranslation t) {
         if (distance(copies[k]) < distance(copies[keep])) keep = k;
       }
     }
-    edits.push_back({copies[keep], copies[keep] + stand_in.size(), span_bytes(i)});
+    edits.push_back({copies[keep], copies[keep] + stand_in.size(), span_target(i)});
     for (size_t k = 0; k < copies.size(); ++k) {
       if (k == keep) continue;
       const ByteRange r = WithOneSpace(target, copies[k], copies[k] + stand_in.size(), edits);
@@ -220,7 +221,7 @@ AlignedTranslation Unprotect(const ProtectedText& p, AlignedTranslation t) {
     if (!r.empty() && HoldsAlteredStandIn(words, p.model_text, p.stand_ins[i]) &&
         !Overlaps(edits, r.begin, r.end)) {
       // The model altered the stand-in ("% 1", "%l"): the span takes its place.
-      edits.push_back({r.begin, r.end, span_bytes(i)});
+      edits.push_back({r.begin, r.end, span_target(i)});
       continue;
     }
     size_t x = BeforeFinalPunctuation(target, r.begin);
@@ -228,7 +229,7 @@ AlignedTranslation Unprotect(const ProtectedText& p, AlignedTranslation t) {
     if (InsideTakenRange(edits, x, &taken_begin)) x = taken_begin;
     std::string text;
     if (x > 0 && !IsSpace(target[x - 1])) text.push_back(' ');
-    text.append(span_bytes(i));
+    text.append(span_target(i));
     if (x < target.size() && !IsSpace(target[x]) && !IsClosingPunctuation(target[x])) {
       text.push_back(' ');
     }

@@ -1,26 +1,34 @@
 // Spans that must pass through translation untouched: format specifiers, URLs, e-mail
-// addresses, file paths and terms the caller names. The model sees a stand-in it copies well;
-// the original bytes go back where the model put the stand-in, or where the alignment says.
+// addresses, file paths and terms the caller names; and glossary terms, which come out as their
+// target term. The model sees a stand-in it copies well; the span's bytes (or its target term)
+// go back where the model put the stand-in, or where the alignment says.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "text/aligned_translation.h"
+#include "text/term_table.h"
 
 namespace transerve::text {
 
-enum class SpanKind { kFormatSpecifier, kUrl, kEmail, kPath, kCallerTerm };
+enum class SpanKind { kFormatSpecifier, kUrl, kEmail, kPath, kCallerTerm, kGlossaryTerm };
 
 struct ProtectedSpan {
   ByteRange range;  // in the original text
   SpanKind kind;
+  // What the translation holds in its place: the span's own bytes, or a glossary's target term.
+  std::string target;
 };
 
 struct ProtectOptions {
   bool detect = true;                     // find specifiers, URLs, e-mails, paths
   std::vector<std::string> caller_terms;  // literal terms to keep (do-not-translate list)
+  // Terms to translate one way: a request's own, a stored glossary's. At one position the
+  // longest match wins, and of equal ones the earlier table's.
+  std::vector<std::shared_ptr<const TermTable>> glossaries;
 };
 
 // Spans in text order, not overlapping; spans that touch (`%d%%`, `${HOME}/bin`) are merged
@@ -43,7 +51,10 @@ struct ProtectOptions {
 //    `DSC01.JPG`, not "B.C." or "FFFF.H"). None glued to a word or after `< > / .`: "and/or",
 //    "km/h" and "</b>" are text;
 //  - caller terms: literal, case-sensitive, longest first, never starting or ending inside a
-//    word. At one position the longest candidate wins; on a tie a caller term wins.
+//    word; glossary terms the same, with their case variants (term_table.h).
+// At one position the longest candidate wins; on a tie a caller term, then a glossary term.
+// Spans that touch are merged only when neither is a glossary term (a merged span keeps its
+// bytes; a glossary term's target is its own).
 std::vector<ProtectedSpan> FindProtectedSpans(std::string_view text, const ProtectOptions& options);
 
 struct ProtectedText {
@@ -63,10 +74,11 @@ ProtectedText Protect(std::string_view text, const ProtectOptions& options);
 std::string StandIn(int n);
 
 // The translation of `p.model_text` turned into the translation of `p.original`: every span's
-// original bytes present exactly once (where the model copied its stand-in, else where the
+// target present exactly once (where the model copied its stand-in, else where the
 // alignment puts it), `source` = p.original with the token ranges mapped onto it, and the
 // target token ranges moved with the edits.
-//  - A stand-in copied once is replaced by the span's bytes; tokens inside it cover them.
+//  - A stand-in copied once is replaced by the span's target (its bytes, or its glossary
+//    target term); tokens inside it cover them.
 //  - Copied more than once: the copy nearest MapSourceRange of the stand-in stays, the others
 //    are deleted with one adjoining space.
 //  - Missing: the span replaces the target words the stand-in aligns to when they still hold

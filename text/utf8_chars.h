@@ -58,4 +58,11 @@ inline bool IsWordChar(UChar32 c) {
          (u_isalnum(c) || u_getCombiningClass(c) > 0 || u_charType(c) == U_NON_SPACING_MARK);
 }
 
+// Letters, digits, marks and '_' make words for caller terms and glossary terms: such a term
+// never starts or ends inside one.
+inline bool IsTermChar(UChar32 c) {
+  return c >= 0 && (c == '_' || u_isalnum(c) || u_charType(c) == U_NON_SPACING_MARK ||
+                    u_charType(c) == U_COMBINING_SPACING_MARK);
+}
+
 }  // namespace transerve::text

@@ -61,6 +61,7 @@ GrpcBackend::GrpcBackend(std::shared_ptr<grpc::Channel> channel, std::string ser
                          std::function<bool()> serving)
     : channel_(std::move(channel)),
       stub_(v1::Translator::NewStub(channel_)),
+      glossaries_(v1::Glossaries::NewStub(channel_)),
       server_token_(std::move(server_token)),
       key_required_(!server_token_.empty()),
       serving_(std::move(serving)) {}
@@ -84,5 +85,65 @@ grpc::Status GrpcBackend::ListModels(const CallOptions& options, v1::ListModelsR
 }
 
 bool GrpcBackend::Serving() { return serving_(); }
+
+// A unary call with the caller's token (and deadline): `call(ctx)` makes it.
+template <typename Call>
+grpc::Status Unary(const CallOptions& options, Call call) {
+  grpc::ClientContext ctx;
+  Prepare(options, &ctx);
+  return call(&ctx);
+}
+
+grpc::Status GrpcBackend::CreateGlossary(const v1::CreateGlossaryRequest& request,
+                                         const CallOptions& options, v1::Glossary* response) {
+  return Unary(options, [&](grpc::ClientContext* ctx) {
+    return glossaries_->CreateGlossary(ctx, request, response);
+  });
+}
+
+grpc::Status GrpcBackend::ListGlossaries(const CallOptions& options,
+                                         v1::ListGlossariesResponse* response) {
+  return Unary(options, [&](grpc::ClientContext* ctx) {
+    return glossaries_->ListGlossaries(ctx, v1::ListGlossariesRequest(), response);
+  });
+}
+
+grpc::Status GrpcBackend::GetGlossary(const v1::GlossaryRequest& request,
+                                      const CallOptions& options, v1::Glossary* response) {
+  return Unary(options, [&](grpc::ClientContext* ctx) {
+    return glossaries_->GetGlossary(ctx, request, response);
+  });
+}
+
+grpc::Status GrpcBackend::GetGlossaryEntries(const v1::GlossaryEntriesRequest& request,
+                                             const CallOptions& options,
+                                             v1::GlossaryDictionary* response) {
+  return Unary(options, [&](grpc::ClientContext* ctx) {
+    return glossaries_->GetGlossaryEntries(ctx, request, response);
+  });
+}
+
+grpc::Status GrpcBackend::UpdateGlossary(const v1::UpdateGlossaryRequest& request,
+                                         const CallOptions& options, v1::Glossary* response) {
+  return Unary(options, [&](grpc::ClientContext* ctx) {
+    return glossaries_->UpdateGlossary(ctx, request, response);
+  });
+}
+
+grpc::Status GrpcBackend::DeleteGlossaryDictionary(const v1::GlossaryEntriesRequest& request,
+                                                   const CallOptions& options) {
+  v1::DeleteGlossaryResponse response;
+  return Unary(options, [&](grpc::ClientContext* ctx) {
+    return glossaries_->DeleteGlossaryDictionary(ctx, request, &response);
+  });
+}
+
+grpc::Status GrpcBackend::DeleteGlossary(const v1::GlossaryRequest& request,
+                                         const CallOptions& options) {
+  v1::DeleteGlossaryResponse response;
+  return Unary(options, [&](grpc::ClientContext* ctx) {
+    return glossaries_->DeleteGlossary(ctx, request, &response);
+  });
+}
 
 }  // namespace transerve::http

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "server/http/translator_backend.h"
+#include "transerve/v1/glossaries.grpc.pb.h"
 #include "transerve/v1/translator.grpc.pb.h"
 
 namespace transerve::http {
@@ -30,10 +31,26 @@ class GrpcBackend final : public TranslatorBackend {
   grpc::Status ListModels(const CallOptions& options, v1::ListModelsResponse* response) override;
   bool Serving() override;
   bool KeyRequired() const override { return key_required_; }
+  grpc::Status CreateGlossary(const v1::CreateGlossaryRequest& request, const CallOptions& options,
+                              v1::Glossary* response) override;
+  grpc::Status ListGlossaries(const CallOptions& options,
+                              v1::ListGlossariesResponse* response) override;
+  grpc::Status GetGlossary(const v1::GlossaryRequest& request, const CallOptions& options,
+                           v1::Glossary* response) override;
+  grpc::Status GetGlossaryEntries(const v1::GlossaryEntriesRequest& request,
+                                  const CallOptions& options,
+                                  v1::GlossaryDictionary* response) override;
+  grpc::Status UpdateGlossary(const v1::UpdateGlossaryRequest& request, const CallOptions& options,
+                              v1::Glossary* response) override;
+  grpc::Status DeleteGlossaryDictionary(const v1::GlossaryEntriesRequest& request,
+                                        const CallOptions& options) override;
+  grpc::Status DeleteGlossary(const v1::GlossaryRequest& request,
+                              const CallOptions& options) override;
 
  private:
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Translator::Stub> stub_;
+  std::unique_ptr<v1::Glossaries::Stub> glossaries_;
   const std::string server_token_;
   const bool key_required_;
   const std::function<bool()> serving_;

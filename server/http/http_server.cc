@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "model/core/logging.h"
 #include "server/http/bounded_task_queue.h"
+#include "server/http/deepl_api.h"
 #include "server/http/native_api.h"
 #include "server/http/web_assets.h"
 #include "server/latency_buckets.h"
@@ -81,6 +82,7 @@ struct HttpFrontEnd::Routes {
   static HttpReply Draining(const char* api) {
     constexpr char kWhy[] = "the server is shutting down: retry on another replica";
     if (std::string_view(api) == "libretranslate") return LtErrorReply(503, kWhy);
+    if (std::string_view(api) == "deepl") return DeeplErrorReply(503, kWhy);
     return ErrorReply(grpc::Status(grpc::StatusCode::UNAVAILABLE, kWhy));
   }
   // Each route's path and the methods it answers: a known path asked with another method is a
@@ -90,10 +92,17 @@ struct HttpFrontEnd::Routes {
   void Route(const char* method, const std::string& path, httplib::Server::Handler handler) {
     std::string& methods = methods_of_path[path];
     methods = methods.empty() ? method : absl::StrCat(methods, ", ", method);
-    if (std::string_view(method) == "GET") {
+    const std::string_view m = method;
+    if (m == "GET") {
       server->Get(path, std::move(handler));
-    } else {
+    } else if (m == "POST") {
       server->Post(path, std::move(handler));
+    } else if (m == "PUT") {
+      server->Put(path, std::move(handler));
+    } else if (m == "PATCH") {
+      server->Patch(path, std::move(handler));
+    } else {
+      server->Delete(path, std::move(handler));
     }
   }
 
@@ -198,6 +207,7 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
     prometheus::Registry& registry) {
   std::unique_ptr<HttpFrontEnd> front(new HttpFrontEnd());
   front->backend_ = std::move(backend);
+  front->deepl_ = std::make_unique<DeeplApi>(*front->backend_);
   front->routes_ = std::make_unique<Routes>();
   Routes& routes = *front->routes_;
   const bool tls = !options.tls_cert_file.empty() && !options.tls_key_file.empty();
@@ -260,7 +270,7 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
   svr.set_default_headers(
       {{"Access-Control-Allow-Origin", "*"},
        {"Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Timeout-Ms"},
-       {"Access-Control-Allow-Methods", "GET, POST"},
+       {"Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE"},
        {"Access-Control-Max-Age", "86400"}});
   svr.Options(R"(/.*)", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
   routes.Route("GET", "/", routes.Page());
@@ -284,6 +294,42 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
                  return LtFrontendSettings(in, *b, lt);
                }));
 
+  // DeepL's API: its routes answer GET and POST alike where DeepL's do.
+  DeeplApi* deepl = front->deepl_.get();
+  for (const char* method : {"GET", "POST"}) {
+    routes.Route(method, "/v2/languages",
+                 routes.Unary("deepl", "/v2/languages",
+                              [deepl](const HttpInput& in) { return deepl->Languages(in); }));
+    routes.Route(method, "/v2/usage",
+                 routes.Unary("deepl", "/v2/usage",
+                              [deepl](const HttpInput& in) { return deepl->Usage(in); }));
+  }
+  routes.Route("POST", "/v2/translate",
+               routes.Unary("deepl", "/v2/translate",
+                            [deepl](const HttpInput& in) { return deepl->Translate(in); }));
+  routes.Route("GET", "/v2/glossary-language-pairs",
+               routes.Unary("deepl", "/v2/glossary-language-pairs", [deepl](const HttpInput& in) {
+                 return deepl->GlossaryLanguagePairs(in);
+               }));
+  const auto glossaries = [deepl](const HttpInput& in) { return deepl->Glossaries(in); };
+  for (const char* version : {"v2", "v3"}) {
+    const std::string base = absl::StrCat("/", version, "/glossaries");
+    const char* route = std::string_view(version) == "v2" ? "/v2/glossaries" : "/v3/glossaries";
+    for (const char* method : {"GET", "POST"}) {
+      routes.Route(method, base, routes.Unary("deepl", route, glossaries));
+    }
+    for (const char* method : {"GET", "DELETE", "PATCH"}) {
+      routes.Route(method, base + "/[^/]+", routes.Unary("deepl", route, glossaries));
+    }
+    routes.Route("GET", base + "/[^/]+/entries", routes.Unary("deepl", route, glossaries));
+    for (const char* method : {"PUT", "DELETE"}) {
+      routes.Route(method, base + "/[^/]+/dictionaries", routes.Unary("deepl", route, glossaries));
+    }
+  }
+  routes.Route("POST", "/deeplx/translate",
+               routes.Unary("deepl", "/deeplx/translate",
+                            [deepl](const HttpInput& in) { return deepl->DeeplxTranslate(in); }));
+
   // httplib's own answers (no route, a body over the limit, a request it cannot parse) get a
   // JSON body saying why, like every other error.
   svr.set_error_handler([&routes](const httplib::Request& req, httplib::Response& res) {
@@ -291,6 +337,8 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
     // LibreTranslate's routes answer in its shape: {"error": "..."}.
     const bool libretranslate = req.path == "/translate" || req.path == "/detect" ||
                                 req.path == "/languages" || req.path == "/frontend/settings";
+    // DeepL's in its shape: {"message": "..."}.
+    const bool deepl = IsDeeplPath(req.path);
     std::string why;
     grpc::StatusCode code = grpc::StatusCode::INVALID_ARGUMENT;
     if (res.status == 404) {
@@ -317,7 +365,10 @@ absl::StatusOr<std::unique_ptr<HttpFrontEnd>> HttpFrontEnd::Start(
       why = absl::StrCat("HTTP ", res.status);
     }
     const int status = res.status;
-    Write(libretranslate ? LtErrorReply(status, why) : ErrorReply(grpc::Status(code, why)), res);
+    Write(libretranslate ? LtErrorReply(status, why)
+          : deepl        ? DeeplErrorReply(status, why)
+                         : ErrorReply(grpc::Status(code, why)),
+          res);
     res.status = status;
   });
   svr.set_exception_handler(

@@ -1,6 +1,6 @@
-// transerve's HTTP front end: LibreTranslate's API, the native JSON API with Server-Sent
-// Events, health, and the web page, on cpp-httplib, over a TranslatorBackend (the server's
-// in-process Translator service). Owns the listener and its workers; knows nothing of the
+// transerve's HTTP front end: LibreTranslate's API, DeepL's, the native JSON API with
+// Server-Sent Events, health, and the web page, on cpp-httplib, over a TranslatorBackend (the
+// server's in-process Translator service). Owns the listener and its workers; knows nothing of the
 // engine or the scheduler.
 #pragma once
 
@@ -19,6 +19,8 @@ class Registry;
 }  // namespace prometheus
 
 namespace transerve::http {
+
+class DeeplApi;
 
 struct HttpOptions {
   std::string host = "0.0.0.0";
@@ -65,6 +67,7 @@ class HttpFrontEnd {
  private:
   HttpFrontEnd() = default;
   std::unique_ptr<TranslatorBackend> backend_;
+  std::unique_ptr<DeeplApi> deepl_;  // DeepL's routes (it counts their characters)
   std::unique_ptr<Routes> routes_;
   int port_ = 0;
   std::thread listener_;

@@ -107,6 +107,7 @@ v1::TranslateRequest BuildRequest(const LtTranslateArgs& a, const LtSettings& se
   r.set_source_language(source);
   r.set_target_language(target);
   if (a.format == "html") r.mutable_document()->set_format(v1::DocumentOptions::FORMAT_HTML);
+  r.mutable_document()->set_glossary_id(a.glossary_id);
   if (a.alternatives > 0) {
     // Within max_beam_size - 1 (CheckLimits), so the casts and the sum cannot overflow.
     const int hypotheses = static_cast<int>(a.alternatives) + 1;

@@ -31,6 +31,8 @@
 //   ("Slowdown: ..."), loading or draining 503, a passed deadline 504, a client gone 499.
 // - /frontend/settings: apiKeys and keyRequired both say whether the server has keys; there are
 //   no suggestions and no file translation.
+// - An extension: "glossary_id" names a stored glossary (DeepL's glossary routes, the
+//   Glossaries service) whose terms the translation uses.
 #pragma once
 
 #include <string>

@@ -168,6 +168,7 @@ std::variant<LtTranslateArgs, LtError> FromJson(const HttpInput& input) {
   if (auto e = ReadJsonLanguage(b, "source", &a.source)) return *e;
   if (auto e = ReadJsonLanguage(b, "target", &a.target)) return *e;
   a.format = JsonFormat(b);
+  a.glossary_id = JsonString(b, "glossary_id");
   const auto alt = b.find("alternatives");
   if (alt != b.end()) {
     if (auto e = ReadAlternatives(JsonInteger(*alt), &a.alternatives)) return *e;
@@ -185,6 +186,7 @@ std::variant<LtTranslateArgs, LtError> FromForm(const HttpInput& input) {
   a.target = ParamOrEmpty(input, "target");
   if (a.target.empty()) return LtError{400, Missing("target")};
   a.format = ParamOrEmpty(input, "format");
+  a.glossary_id = ParamOrEmpty(input, "glossary_id");
   if (const std::string* alt = FirstParam(input, "alternatives")) {
     if (auto e = ReadAlternatives(ParseLtInteger(*alt), &a.alternatives)) return *e;
   }

@@ -26,6 +26,8 @@ struct LtTranslateArgs {
   std::string format;          // as sent; "" = "text"
   long long alternatives = 0;  // as sent, negative values raised to 0, huge ones saturated
   std::string api_key;         // "" when absent
+  // transerve's extension: a stored glossary to apply (the Glossaries service); "" when absent.
+  std::string glossary_id;
 };
 
 struct LtDetectArgs {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "transerve/v1/glossaries.pb.h"
 #include "transerve/v1/translator.pb.h"
 
 namespace transerve::http {
@@ -45,6 +46,39 @@ class TranslatorBackend {
   virtual bool Serving() = 0;
   // Whether bearer tokens are configured (LibreTranslate's /frontend/settings says so).
   virtual bool KeyRequired() const = 0;
+
+  // The Glossaries service's calls (DeepL's glossary routes). A backend without glossaries
+  // answers UNIMPLEMENTED.
+  virtual grpc::Status CreateGlossary(const v1::CreateGlossaryRequest&, const CallOptions&,
+                                      v1::Glossary*) {
+    return NoGlossaries();
+  }
+  virtual grpc::Status ListGlossaries(const CallOptions&, v1::ListGlossariesResponse*) {
+    return NoGlossaries();
+  }
+  virtual grpc::Status GetGlossary(const v1::GlossaryRequest&, const CallOptions&, v1::Glossary*) {
+    return NoGlossaries();
+  }
+  virtual grpc::Status GetGlossaryEntries(const v1::GlossaryEntriesRequest&, const CallOptions&,
+                                          v1::GlossaryDictionary*) {
+    return NoGlossaries();
+  }
+  virtual grpc::Status UpdateGlossary(const v1::UpdateGlossaryRequest&, const CallOptions&,
+                                      v1::Glossary*) {
+    return NoGlossaries();
+  }
+  virtual grpc::Status DeleteGlossaryDictionary(const v1::GlossaryEntriesRequest&,
+                                                const CallOptions&) {
+    return NoGlossaries();
+  }
+  virtual grpc::Status DeleteGlossary(const v1::GlossaryRequest&, const CallOptions&) {
+    return NoGlossaries();
+  }
+
+ private:
+  static grpc::Status NoGlossaries() {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this backend keeps no glossaries");
+  }
 };
 
 }  // namespace transerve::http

@@ -174,6 +174,25 @@ TEST_F(LtApiTest, JsonStringQMapsFieldByField) {
   EXPECT_EQ(Body(r), Json({{"translatedText", FakeBackend::Translated("de", q)}}));
 }
 
+TEST_F(LtApiTest, GlossaryIdExtensionReachesTheRequestFromJsonAndForm) {
+  TRACE_SEED();
+  const std::string id = Word();
+  ASSERT_EQ(LtTranslate(
+                JsonInput({{"q", Text()}, {"source", "en"}, {"target", "de"}, {"glossary_id", id}}),
+                backend_)
+                .status,
+            200);
+  HttpInput form;
+  form.method = "POST";
+  form.path = "/translate";
+  form.content_type = "application/x-www-form-urlencoded";
+  form.params = {{"q", Text()}, {"source", "en"}, {"target", "de"}, {"glossary_id", id + "2"}};
+  ASSERT_EQ(LtTranslate(form, backend_).status, 200);
+  ASSERT_EQ(backend_.requests.size(), 2u);
+  EXPECT_EQ(backend_.requests[0].document().glossary_id(), id);
+  EXPECT_EQ(backend_.requests[1].document().glossary_id(), id + "2");
+}
+
 TEST_F(LtApiTest, JsonArrayQAnswersAnArrayInOrder) {
   TRACE_SEED();
   const auto texts = Texts();

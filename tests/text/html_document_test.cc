@@ -322,6 +322,24 @@ TEST(HtmlDocument, UntranslatedElementsKeepTranslatableAttributesUnlessTranslate
   // goes after it. InsertTags never adds text.)
 }
 
+TEST(HtmlDocument, ElementsTheCallerNamesAreKeptAsTranslateNoIs) {
+  const std::string html =
+      "<p>Open <x id=\"1\">%s file</x> now</p><P>Keep <X>this</X> and <y>that</y></P>";
+  auto doc = HtmlDocument::Parse(html, {"x"});
+  ASSERT_TRUE(doc.ok());
+  std::vector<std::string> texts;
+  for (const MarkedText& m : doc->units()) texts.push_back(m.text);
+  EXPECT_EQ(texts, (std::vector<std::string>{"Open  now", "Keep  and that"}));
+  const std::string out = Translate(*doc, Mode::kUpper);
+  EXPECT_NE(out.find("<x id=\"1\">%s file</x>"), std::string::npos) << out;
+  EXPECT_NE(out.find("<X>this</X>"), std::string::npos) << out;
+  EXPECT_NE(out.find("<y>THAT</y>"), std::string::npos) << out;
+  // Without the name, the same element's words are translated.
+  auto plain = HtmlDocument::Parse(html);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_NE(Translate(*plain, Mode::kUpper).find("FILE"), std::string::npos);
+}
+
 TEST(HtmlDocument, OmittedEndTagIsWrittenOnlyWhereTheWordsMoved) {
   auto doc = HtmlDocument::Parse("<p>a <b>b c</p>");
   ASSERT_TRUE(doc.ok());

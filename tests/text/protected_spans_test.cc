@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@ char KindLetter(SpanKind k) {
       return 'P';
     case SpanKind::kCallerTerm:
       return 'C';
+    case SpanKind::kGlossaryTerm:
+      return 'G';
   }
   return '?';
 }
@@ -509,6 +512,77 @@ TEST(UnprotectProperty, CopiedStandInTokensCoverTheirSpans) {
       EXPECT_EQ(Slice(t.target, t.target_tokens[i]), Slice(text, p.spans[n - 1].range));
     }
   }
+}
+
+// ---- Glossary terms -----------------------------------------------------------------------------
+
+std::vector<std::shared_ptr<const TermTable>> Glossary(const std::vector<Term>& terms) {
+  return {std::make_shared<TermTable>(terms, TermCase::kSentenceAndCapitals)};
+}
+
+TEST(GlossaryTerms, FoundWithTheirTargetsAndNeverMerged) {
+  ProtectOptions o;
+  o.glossaries = Glossary({{"cloud", "Wolke"}, {"server", "Server"}});
+  const auto spans = FindProtectedSpans("Cloud server, cloud-server and clouds", o);
+  ASSERT_EQ(spans.size(), 4u);
+  EXPECT_EQ(spans[0].target, "Wolke");  // "Cloud": capitalised, as the German was already
+  EXPECT_EQ(spans[1].target, "Server");
+  EXPECT_EQ(spans[2].target, "Wolke");  // "cloud" and "server" around a hyphen: two spans
+  EXPECT_EQ(spans[3].target, "Server");
+  EXPECT_EQ(spans[2].range.end + 1, spans[3].range.begin);
+  EXPECT_EQ(Found("Cloud server, cloud-server and clouds", o),
+            (std::vector<std::string>{"G:Cloud", "G:server", "G:cloud", "G:server"}));
+}
+
+TEST(GlossaryTerms, CallerTermWinsATieAndALongerDetectedSpanWinsOverBoth) {
+  ProtectOptions o;
+  o.caller_terms = {"Debian"};
+  o.glossaries = Glossary({{"Debian", "Debian GNU/Linux"}, {"example", "Beispiel"}});
+  EXPECT_EQ(Found("Debian at www.example.org or example", o),
+            (std::vector<std::string>{"C:Debian", "U:www.example.org", "G:example"}));
+}
+
+TEST(GlossaryTerms, TouchingSpansKeepTheirOwnTargets) {
+  ProtectOptions o;
+  o.glossaries = Glossary({{"cloud", "Wolke"}});
+  // "{0}cloud": a placeholder, then a glossary term glued to it: two spans, two stand-ins.
+  const ProtectedText p = Protect("Use {0}cloud now", o);
+  ASSERT_EQ(p.spans.size(), 2u);
+  EXPECT_EQ(p.spans[0].target, "{0}");
+  EXPECT_EQ(p.spans[1].target, "Wolke");
+  EXPECT_EQ(p.model_text, "Use %1%2 now");
+}
+
+TEST(GlossaryTerms, TheTranslationHoldsTheTargetTermWhereverTheModelPutTheStandIn) {
+  ProtectOptions o;
+  o.glossaries = Glossary({{"hard disk", "Festplatte"}, {"backup", "Sicherung"}});
+  const ProtectedText p = Protect("Copy the backup to the hard disk.", o);
+  ASSERT_EQ(p.model_text, "Copy the %1 to the %2.");
+  // Copied stand-ins, in another order.
+  AlignedTranslation t =
+      Unprotect(p, Translation(p.model_text, "Kopieren Sie auf %2. die %1", {0, 0, 5, 5, 1, 2}));
+  EXPECT_EQ(t.target, "Kopieren Sie auf Festplatte. die Sicherung");
+  EXPECT_EQ(t.source, "Copy the backup to the hard disk.");
+  EXPECT_EQ(Slice(t.source, t.source_tokens[2]), "backup");
+  EXPECT_EQ(Slice(t.target, t.target_tokens[5]), "Sicherung");
+  // A stand-in the model dropped: the target term still comes out, once.
+  t = Unprotect(p, Translation(p.model_text, "Kopieren Sie die %1 dorthin.", {0, 0, 1, 2, 5}));
+  EXPECT_EQ(Count(t.target, "Festplatte"), 1u);
+  EXPECT_EQ(Count(t.target, "Sicherung"), 1u);
+  EXPECT_EQ(Count(t.target, "%"), 0u);
+}
+
+TEST(GlossaryTerms, TheLongestMatchOfAnyTableWinsAndTheFirstTableATie) {
+  ProtectOptions o;
+  o.glossaries = Glossary({{"disk", "Platte"}});
+  o.glossaries.push_back(nullptr);
+  o.glossaries.push_back(
+      std::make_shared<TermTable>(std::vector<Term>{{"disk", "Disk"}, {"hard disk", "Festplatte"}},
+                                  TermCase::kSentenceAndCapitals));
+  const auto spans = FindProtectedSpans("a disk, a hard disk", o);
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].target, "Platte");
+  EXPECT_EQ(spans[1].target, "Festplatte");
 }
 
 }  // namespace
