@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 namespace transerve::text {
 namespace {
@@ -21,6 +22,15 @@ std::vector<size_t> FindCopies(std::string_view text, std::string_view stand_in)
     at.push_back(p);
   }
   return at;
+}
+
+size_t CountOccurrences(std::string_view text, std::string_view word) {
+  size_t n = 0;
+  for (size_t p = text.find(word); p != std::string_view::npos;
+       p = text.find(word, p + word.size())) {
+    ++n;
+  }
+  return n;
 }
 
 // One change to a string: bytes [begin, end) become `text` (an insertion when begin == end).
@@ -151,19 +161,24 @@ ProtectedText Protect(std::string_view text, const ProtectOptions& options) {
   ProtectedText p;
   p.original = std::string(text);
   p.spans = FindProtectedSpans(text, options);
-  // A span glued to a digit cannot have a stand-in: "%1" then "1" would read as "%11". It goes
-  // to the model as it is (unprotected), the rare price of numbered stand-ins.
+  // A span glued to a digit cannot have a numbered stand-in: "%1" then "1" would read as "%11".
+  // It goes to the model as it is (unprotected), the rare price of numbered stand-ins.
   std::erase_if(p.spans, [&](const ProtectedSpan& span) {
-    return span.range.end < text.size() && IsDigit(text[span.range.end]);
+    return span.kind != SpanKind::kGlossaryTerm && span.range.end < text.size() &&
+           IsDigit(text[span.range.end]);
   });
   int n = 0;
   size_t pos = 0;
   for (const ProtectedSpan& span : p.spans) {
-    // A number whose stand-in the text already holds would be taken for a copy of it.
-    std::string stand_in;
-    do {
-      stand_in = StandIn(++n);
-    } while (!FindCopies(text, stand_in).empty());
+    // A glossary term's stand-in is its target term: the model reads a word where a word was
+    // (a placeholder there costs the words around it: docs/text.md) and copies it.
+    std::string stand_in = span.target;
+    if (span.kind != SpanKind::kGlossaryTerm) {
+      // A number whose stand-in the text already holds would be taken for a copy of it.
+      do {
+        stand_in = StandIn(++n);
+      } while (!FindCopies(text, stand_in).empty());
+    }
     p.model_text.append(text.substr(pos, span.range.begin - pos));
     p.stand_ins.push_back({p.model_text.size(), p.model_text.size() + stand_in.size()});
     p.model_text.append(stand_in);
@@ -189,10 +204,24 @@ AlignedTranslation Unprotect(const ProtectedText& p, AlignedTranslation t) {
 
   std::vector<Edit> edits;
   std::vector<size_t> missing;
+  // Copies of word stand-ins (glossary targets) already taken by an earlier span.
+  std::map<std::string_view, size_t> words_taken;
   for (size_t i = 0; i < p.spans.size(); ++i) {
     const ByteRange s = p.stand_ins[i];
     const std::string_view stand_in =
         std::string_view(p.model_text).substr(s.begin, s.end - s.begin);
+    if (stand_in == p.spans[i].target && p.spans[i].kind == SpanKind::kGlossaryTerm) {
+      // The model saw the target term itself: each copy it wrote (alone, or inside a longer
+      // word it made of it: a compound, an inflection) stands for one occurrence; one without
+      // a copy goes in where the alignment says.
+      size_t& taken = words_taken[stand_in];
+      if (taken < CountOccurrences(target, stand_in)) {
+        ++taken;
+      } else {
+        missing.push_back(i);
+      }
+      continue;
+    }
     const std::vector<size_t> copies = FindCopies(target, stand_in);
     if (copies.empty()) {
       missing.push_back(i);

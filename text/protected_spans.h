@@ -68,6 +68,9 @@ struct ProtectedText {
 // occurs in the text are skipped): the stand-in the en-de model copied exactly once most often
 // (bench/placeholder_standins.py). A span glued to a digit, where a stand-in would run into the
 // number ("%1" then "1" reads as "%11"), stays in the text unprotected and out of `spans`.
+// A glossary term's stand-in is its target term itself: the model reads a word in a sentence
+// rather than a placeholder, which keeps the words around it as they would be
+// (bench/glossary_eval.py measures both).
 ProtectedText Protect(std::string_view text, const ProtectOptions& options);
 
 // The stand-in Protect writes for number `n` (1-based).
@@ -79,6 +82,9 @@ std::string StandIn(int n);
 // target token ranges moved with the edits.
 //  - A stand-in copied once is replaced by the span's target (its bytes, or its glossary
 //    target term); tokens inside it cover them.
+//  - A glossary term's stand-in (its target) is left where the model wrote it, alone or inside
+//    a longer word the model made of it (a compound, an inflection): each copy answers for one
+//    occurrence, in order; an occurrence without one is missing, as below.
 //  - Copied more than once: the copy nearest MapSourceRange of the stand-in stays, the others
 //    are deleted with one adjoining space.
 //  - Missing: the span replaces the target words the stand-in aligns to when they still hold

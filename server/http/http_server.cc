@@ -9,10 +9,14 @@
 
 #include <atomic>
 #include <charconv>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -42,6 +46,42 @@ HttpInput InputOf(const httplib::Request& req) {
   long ms = 0;
   const auto [end, ec] = std::from_chars(timeout.data(), timeout.data() + timeout.size(), ms);
   if (ec == std::errc() && end == timeout.data() + timeout.size() && ms > 0) in.timeout_ms = ms;
+  return in;
+}
+
+// The same, for a handler that reads the body itself: the body, a urlencoded form's fields and
+// a multipart form's text fields, as httplib would have parsed them. nullopt when the body
+// cannot be read (over the limit, cut off): httplib has then set the status (413, 400).
+std::optional<HttpInput> InputWithBody(const httplib::Request& req,
+                                       const httplib::ContentReader& reader) {
+  HttpInput in = InputOf(req);
+  if (req.is_multipart_form_data()) {
+    std::vector<httplib::MultipartFormData> items;
+    const bool read = reader(
+        [&](const httplib::MultipartFormData& item) {
+          items.push_back(item);
+          return true;
+        },
+        [&](const char* data, size_t n) {
+          items.back().content.append(data, n);
+          return true;
+        });
+    if (!read) return std::nullopt;
+    for (const auto& item : items) {
+      if (item.filename.empty()) in.params.emplace(item.name, item.content);
+    }
+    return in;
+  }
+  const bool read = reader([&](const char* data, size_t n) {
+    in.body.append(data, n);
+    return true;
+  });
+  if (!read) return std::nullopt;
+  if (absl::StartsWithIgnoreCase(in.content_type, "application/x-www-form-urlencoded")) {
+    httplib::Params fields;
+    httplib::detail::parse_query_text(in.body, fields);
+    in.params.insert(fields.begin(), fields.end());
+  }
   return in;
 }
 
@@ -89,9 +129,12 @@ struct HttpFrontEnd::Routes {
   // 405 naming them, not a 404 (httplib routes by method and path together).
   std::map<std::string, std::string> methods_of_path;
 
-  void Route(const char* method, const std::string& path, httplib::Server::Handler handler) {
+  void AddMethods(const char* method, const std::string& path) {
     std::string& methods = methods_of_path[path];
     methods = methods.empty() ? method : absl::StrCat(methods, ", ", method);
+  }
+  void Route(const char* method, const std::string& path, httplib::Server::Handler handler) {
+    AddMethods(method, path);
     const std::string_view m = method;
     if (m == "GET") {
       server->Get(path, std::move(handler));
@@ -113,16 +156,48 @@ struct HttpFrontEnd::Routes {
   }
 
   // A route answered by one function of the request.
+  struct UnaryRoute {
+    std::function<void(const HttpInput&, httplib::Response&)> answer;
+  };
   template <typename Fn>
-  httplib::Server::Handler Unary(const char* api, const char* route, Fn fn) {
-    return [this, api, route, fn](const httplib::Request& req, httplib::Response& res) {
+  UnaryRoute Unary(const char* api, const char* route, Fn fn) {
+    return {[this, api, route, fn](const HttpInput& in, httplib::Response& res) {
       const absl::Time start = absl::Now();
       Begins();
       const bool refused = draining.load() && std::string_view(api) != "health";
-      Write(refused ? Draining(api) : fn(InputOf(req)), res);
+      Write(refused ? Draining(api) : fn(in), res);
       Record(api, route, res.status, start);
       Ends();
-    };
+    }};
+  }
+  // GET reads the query; the other methods read their body through httplib's content reader,
+  // because httplib's own reading refuses a urlencoded form over 8 KB with 413 (its
+  // CPPHTTPLIB_REQUEST_URI_MAX_LENGTH), where a form may be as large as any body: a DeepL
+  // glossary's entries, a LibreTranslate text.
+  void Route(const char* method, const std::string& path, UnaryRoute unary) {
+    if (std::string_view(method) == "GET") {
+      Route(method, path, [unary](const httplib::Request& req, httplib::Response& res) {
+        unary.answer(InputOf(req), res);
+      });
+      return;
+    }
+    AddMethods(method, path);
+    httplib::Server::HandlerWithContentReader handler =
+        [unary](const httplib::Request& req, httplib::Response& res,
+                const httplib::ContentReader& reader) {
+          // An unreadable body is answered by httplib's status and the error handler.
+          if (auto in = InputWithBody(req, reader)) unary.answer(*in, res);
+        };
+    const std::string_view m = method;
+    if (m == "POST") {
+      server->Post(path, std::move(handler));
+    } else if (m == "PUT") {
+      server->Put(path, std::move(handler));
+    } else if (m == "PATCH") {
+      server->Patch(path, std::move(handler));
+    } else {
+      server->Delete(path, std::move(handler));
+    }
   }
 
   // The page's files (GET / and /static/NAME). The page makes no request outside this server,

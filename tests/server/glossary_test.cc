@@ -376,6 +376,20 @@ TEST_F(GlossaryTest, DeeplRoutesCreateListReadUpdateAndDeleteAndTranslateWithThe
     EXPECT_EQ(res->status, 404);
     EXPECT_TRUE(Json::parse(res->body)["message"].is_string());
   }
+  // A large glossary as a form (as DeepL's client libraries send it): far over 8 KB.
+  const auto large = RandomGlossary(w, 1000, "large");
+  std::string large_tsv;
+  for (const auto& e : large.dictionaries(0).entries()) {
+    absl::StrAppend(&large_tsv, e.source(), "\t", e.target(), "\n");
+  }
+  ASSERT_GT(large_tsv.size(), 8u << 10);
+  res = http.Post(
+      "/v2/glossaries",
+      httplib::Params{
+          {"name", "large"}, {"source_lang", "en"}, {"target_lang", "de"}, {"entries", large_tsv}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 201) << res->body;
+  EXPECT_EQ(Json::parse(res->body)["entry_count"], 1000);
   // Errors in DeepL's shape.
   res = http.Post("/v2/glossaries", httplib::Params{{"name", "bad"},
                                                     {"source_lang", "EN"},

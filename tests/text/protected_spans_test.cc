@@ -545,31 +545,41 @@ TEST(GlossaryTerms, CallerTermWinsATieAndALongerDetectedSpanWinsOverBoth) {
 TEST(GlossaryTerms, TouchingSpansKeepTheirOwnTargets) {
   ProtectOptions o;
   o.glossaries = Glossary({{"cloud", "Wolke"}});
-  // "{0}cloud": a placeholder, then a glossary term glued to it: two spans, two stand-ins.
-  const ProtectedText p = Protect("Use {0}cloud now", o);
+  // "{0}cloud": a placeholder, then a glossary term glued to it: two spans, two stand-ins (the
+  // term's is its target), and a term glued to a digit keeps its stand-in too.
+  const ProtectedText p = Protect("Use {0}cloud now, cloud9", o);
   ASSERT_EQ(p.spans.size(), 2u);
   EXPECT_EQ(p.spans[0].target, "{0}");
   EXPECT_EQ(p.spans[1].target, "Wolke");
-  EXPECT_EQ(p.model_text, "Use %1%2 now");
+  EXPECT_EQ(p.model_text, "Use %1Wolke now, cloud9");  // ("cloud9" is one word: no term)
+  ProtectOptions plus;
+  plus.glossaries = Glossary({{"C++", "C++ (Sprache)"}});
+  EXPECT_EQ(Protect("C++17", plus).model_text, "C++ (Sprache)17");
 }
 
 TEST(GlossaryTerms, TheTranslationHoldsTheTargetTermWhereverTheModelPutTheStandIn) {
   ProtectOptions o;
   o.glossaries = Glossary({{"hard disk", "Festplatte"}, {"backup", "Sicherung"}});
   const ProtectedText p = Protect("Copy the backup to the hard disk.", o);
-  ASSERT_EQ(p.model_text, "Copy the %1 to the %2.");
-  // Copied stand-ins, in another order.
+  ASSERT_EQ(p.model_text, "Copy the Sicherung to the Festplatte.");
+  // Copied, in another order, one inside a compound the model made: left as written.
   AlignedTranslation t =
-      Unprotect(p, Translation(p.model_text, "Kopieren Sie auf %2. die %1", {0, 0, 5, 5, 1, 2}));
-  EXPECT_EQ(t.target, "Kopieren Sie auf Festplatte. die Sicherung");
+      Unprotect(p, Translation(p.model_text, "Kopieren Sie auf Festplatte. die Sicherungsdatei",
+                               {0, 0, 5, 5, 1, 2}));
+  EXPECT_EQ(t.target, "Kopieren Sie auf Festplatte. die Sicherungsdatei");
   EXPECT_EQ(t.source, "Copy the backup to the hard disk.");
   EXPECT_EQ(Slice(t.source, t.source_tokens[2]), "backup");
-  EXPECT_EQ(Slice(t.target, t.target_tokens[5]), "Sicherung");
+  EXPECT_EQ(Slice(t.source, t.source_tokens[5]), "hard disk.");
   // A stand-in the model dropped: the target term still comes out, once.
-  t = Unprotect(p, Translation(p.model_text, "Kopieren Sie die %1 dorthin.", {0, 0, 1, 2, 5}));
-  EXPECT_EQ(Count(t.target, "Festplatte"), 1u);
-  EXPECT_EQ(Count(t.target, "Sicherung"), 1u);
-  EXPECT_EQ(Count(t.target, "%"), 0u);
+  t = Unprotect(p,
+                Translation(p.model_text, "Kopieren Sie die Sicherung dorthin.", {0, 0, 1, 2, 5}));
+  EXPECT_EQ(Count(t.target, "Festplatte"), 1u) << t.target;
+  EXPECT_EQ(Count(t.target, "Sicherung"), 1u) << t.target;
+  // Two occurrences of one term need two copies.
+  const ProtectedText twice = Protect("a backup of the backup", o);
+  ASSERT_EQ(twice.model_text, "a Sicherung of the Sicherung");
+  t = Unprotect(twice, Translation(twice.model_text, "eine Sicherung davon", {0, 1, 3}));
+  EXPECT_EQ(Count(t.target, "Sicherung"), 2u) << t.target;
 }
 
 TEST(GlossaryTerms, TheLongestMatchOfAnyTableWinsAndTheFirstTableATie) {
