@@ -1,6 +1,7 @@
 #include "server/glossaries/glossary_store.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -140,6 +142,15 @@ absl::StatusOr<Glossary> FromJson(const std::string& bytes) {
   return g;
 }
 
+// What identifies one version of a file: a rewrite is a new file renamed in (a new inode).
+std::optional<FileStamp> StampOf(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileStamp{static_cast<uint64_t>(st.st_ino),
+                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                   static_cast<int64_t>(st.st_size)};
+}
+
 bool SamePair(const GlossaryDictionary& a, const GlossaryDictionary& b) {
   return a.source_language == b.source_language && a.target_language == b.target_language;
 }
@@ -199,25 +210,17 @@ absl::StatusOr<std::unique_ptr<GlossaryStore>> GlossaryStore::Open(const std::st
     if (e.is_regular_file() && e.path().extension() == kSuffix) files.push_back(e.path());
   }
   if (ec) return absl::InternalError(absl::StrCat("cannot list '", dir, "': ", ec.message()));
-  absl::MutexLock lock(&store->mu_);
   for (const fs::path& path : files) {
-    auto bytes = ReadWholeFile(path.string(), "glossary file");
-    absl::StatusOr<Glossary> g =
-        bytes.ok() ? FromJson(*bytes) : absl::StatusOr<Glossary>(bytes.status());
-    absl::Status s = g.status();
-    if (s.ok() && (!IsId(g->id) || path.stem().string() != g->id)) {
-      s = absl::DataLossError("its glossary_id is not its file's name");
-    }
-    if (s.ok()) s = store->Check(g->name, &g->dictionaries);
-    if (!s.ok()) {
+    const std::optional<FileStamp> stamp = StampOf(path.string());
+    auto g = store->ReadGlossaryFile(path, path.stem().string());
+    if (!stamp || !g.ok()) {
       const std::string aside = path.string() + ".unreadable";
       fs::rename(path, aside, ec);
       Log().error("glossary file {} cannot be read ({}); moved to {}", path.string(),
-                  std::string(s.message()), aside);
+                  std::string(g.status().message()), aside);
       continue;
     }
-    const std::string id = g->id;  // (the right side is evaluated first, and moves g)
-    store->by_id_[id] = std::make_shared<const Glossary>(*std::move(g));
+    store->Publish(*std::move(g), *stamp);
   }
   return store;
 }
@@ -290,35 +293,59 @@ absl::Status GlossaryStore::Check(const std::string& name,
   return absl::OkStatus();
 }
 
-absl::Status GlossaryStore::Persist(const std::string& id, const Glossary* glossary) {
-  if (dir_.empty()) return absl::OkStatus();
-  const fs::path path = fs::path(dir_) / absl::StrCat(id, kSuffix);
-  if (glossary != nullptr) return WriteAtomically(path, ToJson(*glossary).dump());
-  if (unlink(path.c_str()) != 0 && errno != ENOENT) return Errno("cannot remove", path.string());
+std::string GlossaryStore::PathOf(const std::string& id) const {
+  return (fs::path(dir_) / absl::StrCat(id, kSuffix)).string();
+}
+
+absl::StatusOr<std::shared_ptr<const Glossary>> GlossaryStore::ReadGlossaryFile(
+    const fs::path& path, const std::string& id) const {
+  auto bytes = ReadWholeFile(path.string(), "glossary file");
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<Glossary> g = FromJson(*bytes);
+  if (!g.ok()) return g.status();
+  if (!IsId(g->id) || g->id != id) {
+    return absl::DataLossError("its glossary_id is not its file's name");
+  }
+  if (auto s = Check(g->name, &g->dictionaries); !s.ok()) return s;
+  return std::make_shared<const Glossary>(*std::move(g));
+}
+
+absl::StatusOr<FileStamp> GlossaryStore::Persist(const std::string& id, const Glossary* glossary) {
+  if (dir_.empty()) return FileStamp{};
+  const std::string path = PathOf(id);
+  if (glossary != nullptr) {
+    if (auto s = WriteAtomically(path, ToJson(*glossary).dump()); !s.ok()) return s;
+    const std::optional<FileStamp> stamp = StampOf(path);
+    if (!stamp) return Errno("cannot stat", path);
+    return *stamp;
+  }
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) return Errno("cannot remove", path);
   const int dir = open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     fsync(dir);
     close(dir);
   }
-  return absl::OkStatus();
+  return FileStamp{};
 }
 
-void GlossaryStore::Publish(std::shared_ptr<const Glossary> glossary) {
+void GlossaryStore::Publish(std::shared_ptr<const Glossary> glossary, FileStamp stamp) const {
   const std::string id = glossary->id;
   absl::MutexLock lock(&mu_);
-  by_id_[id] = std::move(glossary);
+  by_id_[id] = {std::move(glossary), stamp};
+}
+
+void GlossaryStore::Forget(const std::string& id) const {
+  absl::MutexLock lock(&mu_);
+  by_id_.erase(id);
 }
 
 absl::StatusOr<std::shared_ptr<const Glossary>> GlossaryStore::Create(
     std::string name, std::vector<GlossaryDictionary> dictionaries) {
   if (auto s = Check(name, &dictionaries); !s.ok()) return s;
   absl::MutexLock write(&write_mu_);
-  {
-    absl::MutexLock lock(&mu_);
-    if (static_cast<int>(by_id_.size()) >= limits_.max_glossaries) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "this server keeps at most ", limits_.max_glossaries, " glossaries: delete one first"));
-    }
+  if (static_cast<int>(List().size()) >= limits_.max_glossaries) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this server keeps at most ", limits_.max_glossaries, " glossaries: delete one first"));
   }
   auto g = std::make_shared<Glossary>();
   g->id = NewId();
@@ -326,16 +353,32 @@ absl::StatusOr<std::shared_ptr<const Glossary>> GlossaryStore::Create(
   // At full precision (the file keeps it): glossaries made within one second list in order.
   g->created = absl::Now();
   g->dictionaries = std::move(dictionaries);
-  if (auto s = Persist(g->id, g.get()); !s.ok()) return s;
-  Publish(g);
+  auto stamp = Persist(g->id, g.get());
+  if (!stamp.ok()) return stamp.status();
+  Publish(g, *stamp);
   return g;
 }
 
 std::vector<std::shared_ptr<const Glossary>> GlossaryStore::List() const {
   std::vector<std::shared_ptr<const Glossary>> out;
-  {
+  if (dir_.empty()) {
     absl::MutexLock lock(&mu_);
-    for (const auto& [id, g] : by_id_) out.push_back(g);
+    for (const auto& [id, held] : by_id_) out.push_back(held.glossary);
+  } else {
+    // The directory is the truth: other servers may share it.
+    std::set<std::string> ids;
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec)) {
+      const std::string id = e.path().stem().string();
+      if (e.path().extension() == kSuffix && IsId(id)) ids.insert(id);
+    }
+    for (const std::string& id : ids) {
+      if (auto g = Get(id); g.ok()) out.push_back(*std::move(g));
+    }
+    absl::MutexLock lock(&mu_);
+    for (auto it = by_id_.begin(); it != by_id_.end();) {
+      it = ids.count(it->first) ? std::next(it) : by_id_.erase(it);
+    }
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const auto& a, const auto& b) { return a->created < b->created; });
@@ -343,10 +386,34 @@ std::vector<std::shared_ptr<const Glossary>> GlossaryStore::List() const {
 }
 
 absl::StatusOr<std::shared_ptr<const Glossary>> GlossaryStore::Get(const std::string& id) const {
-  absl::MutexLock lock(&mu_);
-  const auto it = by_id_.find(id);
-  if (it == by_id_.end()) return NotFound(id);
-  return it->second;
+  if (dir_.empty()) {
+    absl::MutexLock lock(&mu_);
+    const auto it = by_id_.find(id);
+    if (it == by_id_.end()) return NotFound(id);
+    return it->second.glossary;
+  }
+  // Its file decides (another server sharing the directory may have written or removed it):
+  // one stat per call, and a read only when the file is not the version held.
+  if (!IsId(id)) return NotFound(id);
+  const std::string path = PathOf(id);
+  const std::optional<FileStamp> stamp = StampOf(path);
+  {
+    absl::MutexLock lock(&mu_);
+    const auto it = by_id_.find(id);
+    if (!stamp) {
+      if (it != by_id_.end()) by_id_.erase(it);
+      return NotFound(id);
+    }
+    if (it != by_id_.end() && it->second.stamp == *stamp) return it->second.glossary;
+  }
+  auto g = ReadGlossaryFile(path, id);
+  if (!g.ok()) {
+    if (!StampOf(path)) return NotFound(id);  // removed while it was read
+    return absl::InternalError(
+        absl::StrCat("glossary file ", path, " cannot be read: ", g.status().message()));
+  }
+  Publish(*g, *stamp);
+  return *g;
 }
 
 absl::StatusOr<std::shared_ptr<const Glossary>> GlossaryStore::Update(
@@ -373,8 +440,9 @@ absl::StatusOr<std::shared_ptr<const Glossary>> GlossaryStore::Update(
     }
   }
   if (auto s = Check(g->name, &g->dictionaries); !s.ok()) return s;
-  if (auto s = Persist(g->id, g.get()); !s.ok()) return s;
-  Publish(g);
+  auto stamp = Persist(g->id, g.get());
+  if (!stamp.ok()) return stamp.status();
+  Publish(g, *stamp);
   return g;
 }
 
@@ -396,22 +464,21 @@ absl::Status GlossaryStore::DeleteDictionary(const std::string& id, const std::s
   }
   g->dictionaries.erase(it);
   if (g->dictionaries.empty()) {
-    if (auto st = Persist(id, nullptr); !st.ok()) return st;
-    absl::MutexLock lock(&mu_);
-    by_id_.erase(id);
+    if (auto st = Persist(id, nullptr); !st.ok()) return st.status();
+    Forget(id);
     return absl::OkStatus();
   }
-  if (auto st = Persist(id, g.get()); !st.ok()) return st;
-  Publish(g);
+  auto stamp = Persist(id, g.get());
+  if (!stamp.ok()) return stamp.status();
+  Publish(g, *stamp);
   return absl::OkStatus();
 }
 
 absl::Status GlossaryStore::Delete(const std::string& id) {
   absl::MutexLock write(&write_mu_);
   if (auto current = Get(id); !current.ok()) return current.status();
-  if (auto s = Persist(id, nullptr); !s.ok()) return s;
-  absl::MutexLock lock(&mu_);
-  by_id_.erase(id);
+  if (auto s = Persist(id, nullptr); !s.ok()) return s.status();
+  Forget(id);
   return absl::OkStatus();
 }
 

@@ -2,10 +2,14 @@
 // compiled once into the text layer's TermTable for the requests that use it. Kept in a
 // directory, one JSON file per glossary written to a temporary file, flushed, then renamed over
 // the old one, so a crash leaves the old or the new file and never half of one; or in memory
-// only. Knows nothing of gRPC or HTTP: the Glossaries service and DeepL's routes call it.
+// only. The directory is the truth: servers sharing it (replicas behind a balancer, on one
+// volume) see each other's glossaries, each checking a glossary's file once per use and reading
+// it again when it changed. Knows nothing of gRPC or HTTP: the Glossaries service and DeepL's
+// routes call it.
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -45,6 +49,14 @@ struct GlossaryLimits {
   int max_name_chars = 1024;
 };
 
+// One version of a glossary's file (a rewrite renames a new file in: a new inode).
+struct FileStamp {
+  uint64_t inode = 0;
+  int64_t mtime_ns = 0;
+  int64_t size = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
 // How an update treats a dictionary for a pair the glossary already has.
 enum class DictionaryUpdate { kMerge, kReplace };
 
@@ -61,7 +73,10 @@ class GlossaryStore {
   // RESOURCE_EXHAUSTED beyond the limits; INTERNAL when the file cannot be written.
   absl::StatusOr<std::shared_ptr<const Glossary>> Create(
       std::string name, std::vector<GlossaryDictionary> dictionaries);
-  std::vector<std::shared_ptr<const Glossary>> List() const;  // oldest first
+  // Oldest first (with a directory: every glossary file in it).
+  std::vector<std::shared_ptr<const Glossary>> List() const;
+  // NOT_FOUND for an unknown id (with a directory: no such file); INTERNAL for a file that
+  // cannot be read.
   absl::StatusOr<std::shared_ptr<const Glossary>> Get(const std::string& id) const;
   // NOT_FOUND for an unknown id; otherwise as Create.
   absl::StatusOr<std::shared_ptr<const Glossary>> Update(
@@ -83,11 +98,17 @@ class GlossaryStore {
 
  private:
   GlossaryStore(std::string dir, GlossaryLimits limits) : dir_(std::move(dir)), limits_(limits) {}
-  // Writes (or, with null, removes) the glossary's file. Called with write_mu_ held.
-  absl::Status Persist(const std::string& id, const Glossary* glossary);
+  // Writes (or, with null, removes) the glossary's file; the written file's stamp. Called with
+  // write_mu_ held.
+  absl::StatusOr<FileStamp> Persist(const std::string& id, const Glossary* glossary);
   // Validates and canonicalises; builds the tables.
   absl::Status Check(const std::string& name, std::vector<GlossaryDictionary>* dictionaries) const;
-  void Publish(std::shared_ptr<const Glossary> glossary);
+  std::string PathOf(const std::string& id) const;
+  // A glossary file, checked (its id must be `id`) and compiled.
+  absl::StatusOr<std::shared_ptr<const Glossary>> ReadGlossaryFile(
+      const std::filesystem::path& path, const std::string& id) const;
+  void Publish(std::shared_ptr<const Glossary> glossary, FileStamp stamp) const;
+  void Forget(const std::string& id) const;
 
   const std::string dir_;
   const GlossaryLimits limits_;
@@ -95,7 +116,12 @@ class GlossaryStore {
   // cannot lose one; readers only take mu_, never waiting on a disk.
   absl::Mutex write_mu_;
   mutable absl::Mutex mu_;
-  std::map<std::string, std::shared_ptr<const Glossary>> by_id_ ABSL_GUARDED_BY(mu_);
+  struct Held {
+    std::shared_ptr<const Glossary> glossary;
+    FileStamp stamp;  // of the file it was read from or written to (none in memory)
+  };
+  // A cache of the files with a directory (Get and List refresh it); everything without one.
+  mutable std::map<std::string, Held> by_id_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace transerve

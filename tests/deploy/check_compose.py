@@ -59,10 +59,17 @@ def check_compose(config, files, flags):
     if problems:
         return problems
 
-    # Every mounted host path exists in the repository.
+    # Every mounted host path exists in the repository; every named volume is declared.
+    declared = config.get("volumes") or {}
     for name, svc in services.items():
         for volume in svc.get("volumes", []):
             source = str(volume).split(":")[0] if isinstance(volume, str) else volume["source"]
+            named = (volume.get("type") == "volume" if isinstance(volume, dict)
+                     else "/" not in source and not source.startswith("."))
+            if named:
+                if source not in declared:
+                    problems.append(f"{name}: mounts volume {source}, which is not declared")
+                continue
             rel = Path(source).resolve().relative_to(ROOT) if source.startswith("/") else source
             if str(rel) not in files:
                 problems.append(f"{name}: mounts {source}, which is not in the repository")
@@ -215,6 +222,8 @@ def self_test(config, dockerfile, ignore, files, flags):
             lambda s: s["nginx"]["environment"].pop("NGINX_LISTEN")),
         "missing mount": broken_compose(
             lambda s: s["grafana"]["volumes"].append(f"{DEPLOY}/nope:/x:ro")),
+        "undeclared volume": broken_compose(
+            lambda s: s["grafana"]["volumes"].append("nowhere:/x")),
         "gpu without device": broken_compose(lambda s: s["transerve-gpu"].pop("deploy")),
         "no health wait": broken_compose(lambda s: s["nginx"].update(depends_on={})),
         "root user": broken_dockerfile("USER 10001:10001", "USER root"),

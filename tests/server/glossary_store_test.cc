@@ -227,6 +227,32 @@ TEST_F(GlossaryStoreTest, GlossariesSurviveARestartAndACrashesLeftovers) {
   EXPECT_FALSE(fs::exists(dir_ / (deleted + ".json")));
 }
 
+// Two servers on one volume (replicas behind a balancer): what one writes, the other serves.
+TEST_F(GlossaryStoreTest, TwoStoresOnOneDirectorySeeEachOthersWrites) {
+  auto a = Open();
+  auto b = Open();
+  auto g = a->Create("shared", {Dictionary("en", "de", {{"disk", "Platte"}})});
+  ASSERT_TRUE(g.ok());
+  const std::string id = (*g)->id;
+  auto seen = b->TermsFor(id, "en", "de");
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  EXPECT_EQ(*(*seen)->MatchAt("a disk", 2).target, "Platte");
+  ASSERT_EQ(b->List().size(), 1u);
+  // Updated by b, seen by a.
+  ASSERT_TRUE(b->Update(id, std::nullopt, {Dictionary("en", "de", {{"disk", "Festplatte"}})},
+                        DictionaryUpdate::kReplace)
+                  .ok());
+  seen = a->TermsFor(id, "en", "de");
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(*(*seen)->MatchAt("a disk", 2).target, "Festplatte");
+  // Deleted by a: gone for b too.
+  ASSERT_TRUE(a->Delete(id).ok());
+  EXPECT_EQ(b->Get(id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(b->List().empty());
+  // An id is never a path.
+  EXPECT_EQ(b->Get("../../etc/passwd").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(GlossaryStoreTest, MemoryOnlyStoreWritesNothing) {
   auto store = GlossaryStore::Open("");
   ASSERT_TRUE(store.ok());
