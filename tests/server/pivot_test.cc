@@ -252,6 +252,34 @@ TEST_F(PivotTest, MarkupProtectedSpansAndAlignmentsComeThroughBothLegs) {
   }
 }
 
+// A glossary names the request's pair, fr to de, not either leg's: its terms come out in the
+// final language once per occurrence, in plain text and HTML.
+TEST_F(PivotTest, GlossaryTermsOfThePivotedPairComeOutInTheTargetLanguage) {
+  auto stub = server_->Stub();
+  for (const bool html : {false, true}) {
+    v1::TranslateRequest r =
+        Pivoted({html ? "<p>Le <b>serveur</b> et la maison.</p> <p>Un serveur rouge.</p>"
+                      : "Le serveur et la maison. Un serveur rouge, Serveur vert."},
+                1);
+    if (html) r.mutable_document()->set_format(v1::DocumentOptions::FORMAT_HTML);
+    v1::GlossaryEntry* e = r.mutable_document()->add_glossary_entries();
+    e->set_source("serveur");
+    e->set_target("Zqdienstrechner");
+    v1::TranslateResponse out;
+    const grpc::Status s = Translate(stub.get(), r, &out);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_TRUE(out.has_pivot());
+    const std::string& text = out.translations(0).text();
+    size_t count = 0;
+    for (size_t at = text.find("Zqdienstrechner"); at != std::string::npos;
+         at = text.find("Zqdienstrechner", at + 1)) {
+      ++count;
+    }
+    EXPECT_EQ(count, html ? 2u : 3u) << text;
+    EXPECT_EQ(text.find("serveur"), std::string::npos) << text;
+  }
+}
+
 TEST_F(PivotTest, ManyCallersMixPivotedAndDirectPairsUnaryAndStreamed) {
   const uint32_t seed = std::random_device{}();
   SCOPED_TRACE(absl::StrCat("seed ", seed));
