@@ -238,8 +238,8 @@ int FuzzNativeApi(HttpInput& input, FakeBackend& backend, int endpoint) {
 }
 
 // DeepL's API: JSON with DeepL's statuses, {"message"} on errors ({"code", "message"} for
-// DeepLX), a 204 with nothing, or a glossary's TSV; 500 only for a backend failing so (the fake
-// keeps no glossaries: its glossary calls answer UNIMPLEMENTED).
+// DeepLX), a 204 with nothing, or a glossary's TSV; 500 or 501 only for a backend failing so
+// (the fake keeps no glossaries: its glossary calls answer UNIMPLEMENTED).
 int FuzzDeeplApi(HttpInput& input, FakeBackend& backend) {
   transerve::http::DeeplApi api(backend);
   static const char* const kPaths[] = {"/v2/glossaries",
@@ -280,8 +280,8 @@ int FuzzDeeplApi(HttpInput& input, FakeBackend& backend) {
       reply = api.DeeplxTranslate(input);
       break;
   }
-  static const std::set<int> kStatuses = {200, 201, 204, 400, 403, 404, 405,
-                                          429, 456, 499, 500, 503, 504};
+  static const std::set<int> kStatuses = {200, 201, 204, 400, 403, 404, 405, 409,
+                                          429, 456, 499, 500, 501, 503, 504};
   Check(kStatuses.count(reply.status) == 1);
   if (reply.status == 204) return 0;
   if (reply.content_type == "text/tab-separated-values") return 0;
@@ -290,7 +290,7 @@ int FuzzDeeplApi(HttpInput& input, FakeBackend& backend) {
     Check(Has(body, "message") && body["message"].is_string());
     if (route % 6 == 5) Check(Has(body, "code") && body["code"].is_number());
   }
-  if (reply.status == 500) {
+  if (reply.status == 500 || reply.status == 501) {
     Check(glossary_route || backend.list_failed_500 ||
           (backend.translate_called && MapsTo500(backend.used_code)));
   }

@@ -67,6 +67,7 @@ absl::StatusOr<text::DocumentOptions> ResolveDocumentOptions(
         absl::StrCat("document.protected_terms has ", d.protected_terms_size(),
                      " terms; the limit is ", limits.max_protected_terms));
   }
+  std::vector<std::string> terms;
   for (int i = 0; i < d.protected_terms_size(); ++i) {
     const std::string& term = d.protected_terms(i);
     size_t bad = 0;
@@ -74,8 +75,9 @@ absl::StatusOr<text::DocumentOptions> ResolveDocumentOptions(
       return absl::InvalidArgumentError(absl::StrCat(
           "document.protected_terms[", i, "] must be 1 to 256 characters of valid UTF-8"));
     }
-    o.protect.caller_terms.push_back(term);
+    terms.push_back(term);
   }
+  if (!terms.empty()) o.protect.caller_terms = text::KeptTerms(terms);
   if (d.glossary_entries_size() > limits.max_glossary_entries) {
     return absl::InvalidArgumentError(absl::StrCat(
         "document.glossary_entries has ", d.glossary_entries_size(), " entries; the limit is ",

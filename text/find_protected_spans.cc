@@ -389,10 +389,6 @@ size_t MatchPath(std::string_view t, size_t pos) {
 
 std::vector<ProtectedSpan> FindProtectedSpans(std::string_view text,
                                               const ProtectOptions& options) {
-  std::vector<Term> kept;
-  for (const std::string& term : options.caller_terms) kept.push_back({term, term});
-  const TermTable caller_terms(kept, TermCase::kExact);
-
   struct Matcher {
     size_t (*match)(std::string_view, size_t);
     SpanKind kind;
@@ -410,7 +406,7 @@ std::vector<ProtectedSpan> FindProtectedSpans(std::string_view text,
   std::vector<ProtectedSpan> spans;
   size_t pos = 0;
   while (pos < text.size()) {
-    size_t best = caller_terms.MatchAt(text, pos).length;
+    size_t best = options.caller_terms ? options.caller_terms->MatchAt(text, pos).length : 0;
     SpanKind kind = SpanKind::kCallerTerm;
     const std::string* target = nullptr;
     for (const auto& glossary : options.glossaries) {
@@ -438,13 +434,11 @@ std::vector<ProtectedSpan> FindProtectedSpans(std::string_view text,
       pos += std::max<size_t>(len, 1);
       continue;
     }
-    const std::string_view bytes = text.substr(pos, best);
     if (!spans.empty() && spans.back().range.end == pos && target == nullptr &&
         spans.back().kind != SpanKind::kGlossaryTerm) {
       spans.back().range.end = pos + best;
-      spans.back().target.append(bytes);
     } else {
-      spans.push_back({{pos, pos + best}, kind, target ? *target : std::string(bytes)});
+      spans.push_back({{pos, pos + best}, kind, target ? *target : std::string()});
     }
     pos += best;
   }

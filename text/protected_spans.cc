@@ -24,15 +24,6 @@ std::vector<size_t> FindCopies(std::string_view text, std::string_view stand_in)
   return at;
 }
 
-size_t CountOccurrences(std::string_view text, std::string_view word) {
-  size_t n = 0;
-  for (size_t p = text.find(word); p != std::string_view::npos;
-       p = text.find(word, p + word.size())) {
-    ++n;
-  }
-  return n;
-}
-
 // One change to a string: bytes [begin, end) become `text` (an insertion when begin == end).
 struct Edit {
   size_t begin = 0;
@@ -200,7 +191,10 @@ AlignedTranslation Unprotect(const ProtectedText& p, AlignedTranslation t) {
     const ByteRange r = p.spans[i].range;
     return p.original.substr(r.begin, r.end - r.begin);
   };
-  auto span_target = [&](size_t i) { return p.spans[i].target; };
+  // What the translation holds for span i: a glossary term's target, else its own bytes.
+  auto span_target = [&](size_t i) {
+    return p.spans[i].kind == SpanKind::kGlossaryTerm ? p.spans[i].target : span_bytes(i);
+  };
 
   std::vector<Edit> edits;
   std::vector<size_t> missing;
@@ -210,12 +204,12 @@ AlignedTranslation Unprotect(const ProtectedText& p, AlignedTranslation t) {
     const ByteRange s = p.stand_ins[i];
     const std::string_view stand_in =
         std::string_view(p.model_text).substr(s.begin, s.end - s.begin);
-    if (stand_in == p.spans[i].target && p.spans[i].kind == SpanKind::kGlossaryTerm) {
+    if (p.spans[i].kind == SpanKind::kGlossaryTerm) {
       // The model saw the target term itself: each copy it wrote (alone, or inside a longer
       // word it made of it: a compound, an inflection) stands for one occurrence; one without
       // a copy goes in where the alignment says.
       size_t& taken = words_taken[stand_in];
-      if (taken < CountOccurrences(target, stand_in)) {
+      if (taken < FindCopies(target, stand_in).size()) {
         ++taken;
       } else {
         missing.push_back(i);

@@ -19,13 +19,15 @@ enum class SpanKind { kFormatSpecifier, kUrl, kEmail, kPath, kCallerTerm, kGloss
 struct ProtectedSpan {
   ByteRange range;  // in the original text
   SpanKind kind;
-  // What the translation holds in its place: the span's own bytes, or a glossary's target term.
+  // A glossary term's target: what the translation holds in its place (other spans: their
+  // own bytes, and this is empty).
   std::string target;
 };
 
 struct ProtectOptions {
-  bool detect = true;                     // find specifiers, URLs, e-mails, paths
-  std::vector<std::string> caller_terms;  // literal terms to keep (do-not-translate list)
+  bool detect = true;  // find specifiers, URLs, e-mails, paths
+  // Literal terms to keep (a do-not-translate list), compiled once per request: KeptTerms().
+  std::shared_ptr<const TermTable> caller_terms;
   // Terms to translate one way: a request's own, a stored glossary's. At one position the
   // longest match wins, and of equal ones the earlier table's.
   std::vector<std::shared_ptr<const TermTable>> glossaries;

@@ -53,6 +53,12 @@ std::string TermProblem(std::string_view term) {
   return "";
 }
 
+std::shared_ptr<const TermTable> KeptTerms(const std::vector<std::string>& terms) {
+  std::vector<Term> kept;
+  for (const std::string& term : terms) kept.push_back({term, term});
+  return std::make_shared<TermTable>(kept, TermCase::kExact);
+}
+
 TermTable::TermTable(const std::vector<Term>& terms, TermCase matching) {
   std::unordered_set<std::string> sources;
   std::vector<Form> exact, variants;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -31,6 +32,11 @@ enum class TermCase {
 // Why `term` cannot be a glossary term, or "" when it can: it must be non-empty valid UTF-8
 // without control characters or line breaks, and without white space at either end.
 std::string TermProblem(std::string_view term);
+
+class TermTable;
+
+// A do-not-translate list as a table: each term kept as written (TermCase::kExact).
+std::shared_ptr<const TermTable> KeptTerms(const std::vector<std::string>& terms);
 
 class TermTable {
  public:

@@ -7,11 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "server/admission.h"
 #include "server/glossaries/glossary_store.h"
 #include "server/grpc_status.h"
-#include "text/language_code.h"
 #include "transerve/v1/glossaries.grpc.pb.h"
 
 namespace transerve {
@@ -94,13 +92,11 @@ class GlossaryService final : public Base {
     return Run(ctx, "Glossaries.GetGlossaryEntries", [&](GlossaryStore& store) -> absl::Status {
       auto g = store.Get(request->glossary_id());
       if (!g.ok()) return g.status();
-      const GlossaryDictionary* d = (*g)->Find(text::CanonicalLanguage(request->source_language()),
-                                               text::CanonicalLanguage(request->target_language()));
+      const GlossaryDictionary* d =
+          (*g)->Find(request->source_language(), request->target_language());
       if (d == nullptr) {
-        return absl::NotFoundError(absl::StrCat("glossary '", (*g)->id,
-                                                "' has no dictionary from '",
-                                                request->source_language().substr(0, 32), "' to '",
-                                                request->target_language().substr(0, 32), "'"));
+        return absl::NotFoundError(
+            (*g)->MissingPair(request->source_language(), request->target_language()));
       }
       ToProto(*d, true, response);
       return absl::OkStatus();

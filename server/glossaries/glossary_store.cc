@@ -61,41 +61,38 @@ absl::Status Errno(const std::string& what, const std::string& path) {
   return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
 }
 
+// Flushes a folder's entries (a rename or an unlink in it) to disk.
+void SyncDirectory(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
 // Writes `bytes` to `path` so that a crash leaves the old file or the new one: a temporary file
 // beside it, flushed to disk, renamed over it, and the directory flushed.
 absl::Status WriteAtomically(const fs::path& path, const std::string& bytes) {
   const std::string temp = absl::StrCat(path.string(), kTempMark, NewId().substr(0, 8));
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("cannot create", temp);
+  const auto fail = [&](const char* what, const std::string& name) {
+    const absl::Status s = Errno(what, name);
+    close(fd);
+    unlink(temp.c_str());
+    return s;
+  };
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const absl::Status s = Errno("cannot write", temp);
-      close(fd);
-      unlink(temp.c_str());
-      return s;
-    }
+    if (n <= 0) return fail("cannot write", temp);
     done += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0) {
-    const absl::Status s = Errno("cannot flush", temp);
-    close(fd);
-    unlink(temp.c_str());
-    return s;
-  }
+  if (fsync(fd) != 0) return fail("cannot flush", temp);
+  if (rename(temp.c_str(), path.c_str()) != 0) return fail("cannot rename into", path.string());
   close(fd);
-  if (rename(temp.c_str(), path.c_str()) != 0) {
-    const absl::Status s = Errno("cannot rename into", path.string());
-    unlink(temp.c_str());
-    return s;
-  }
-  const int dir = open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    fsync(dir);
-    close(dir);
-  }
+  SyncDirectory(path.parent_path().string());
   return absl::OkStatus();
 }
 
@@ -177,10 +174,20 @@ std::vector<text::Term> Merged(const std::vector<text::Term>& base,
 
 const GlossaryDictionary* Glossary::Find(const std::string& source,
                                          const std::string& target) const {
+  const std::string s = text::CanonicalLanguage(source), t = text::CanonicalLanguage(target);
   for (const GlossaryDictionary& d : dictionaries) {
-    if (d.source_language == source && d.target_language == target) return &d;
+    if (d.source_language == s && d.target_language == t) return &d;
   }
   return nullptr;
+}
+
+std::string Glossary::MissingPair(const std::string& source, const std::string& target) const {
+  std::string pairs;
+  for (const GlossaryDictionary& d : dictionaries) {
+    absl::StrAppend(&pairs, pairs.empty() ? "" : ", ", d.source_language, "-", d.target_language);
+  }
+  return absl::StrCat("glossary '", id, "' has no dictionary from '", source.substr(0, 32),
+                      "' to '", target.substr(0, 32), "' (it has ", pairs, ")");
 }
 
 size_t Glossary::entry_count() const {
@@ -283,8 +290,6 @@ absl::Status GlossaryStore::Check(const std::string& name,
                                                        limits_.max_glossary_bytes,
                                                        " bytes, this server's limit per glossary"));
     }
-    d.table =
-        std::make_shared<const text::TermTable>(d.entries, text::TermCase::kSentenceAndCapitals);
   }
   std::sort(dictionaries->begin(), dictionaries->end(), [](const auto& a, const auto& b) {
     return std::tie(a.source_language, a.target_language) <
@@ -292,6 +297,20 @@ absl::Status GlossaryStore::Check(const std::string& name,
   });
   return absl::OkStatus();
 }
+
+namespace {
+
+// Each dictionary without its table (new, or its entries changed) gets one.
+void Compile(std::vector<GlossaryDictionary>* dictionaries) {
+  for (GlossaryDictionary& d : *dictionaries) {
+    if (d.table == nullptr) {
+      d.table =
+          std::make_shared<const text::TermTable>(d.entries, text::TermCase::kSentenceAndCapitals);
+    }
+  }
+}
+
+}  // namespace
 
 std::string GlossaryStore::PathOf(const std::string& id) const {
   return (fs::path(dir_) / absl::StrCat(id, kSuffix)).string();
@@ -307,6 +326,7 @@ absl::StatusOr<std::shared_ptr<const Glossary>> GlossaryStore::ReadGlossaryFile(
     return absl::DataLossError("its glossary_id is not its file's name");
   }
   if (auto s = Check(g->name, &g->dictionaries); !s.ok()) return s;
+  Compile(&g->dictionaries);
   return std::make_shared<const Glossary>(*std::move(g));
 }
 
@@ -320,11 +340,7 @@ absl::StatusOr<FileStamp> GlossaryStore::Persist(const std::string& id, const Gl
     return *stamp;
   }
   if (unlink(path.c_str()) != 0 && errno != ENOENT) return Errno("cannot remove", path);
-  const int dir = open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    fsync(dir);
-    close(dir);
-  }
+  SyncDirectory(dir_);
   return FileStamp{};
 }
 
@@ -342,6 +358,7 @@ void GlossaryStore::Forget(const std::string& id) const {
 absl::StatusOr<std::shared_ptr<const Glossary>> GlossaryStore::Create(
     std::string name, std::vector<GlossaryDictionary> dictionaries) {
   if (auto s = Check(name, &dictionaries); !s.ok()) return s;
+  Compile(&dictionaries);
   absl::MutexLock write(&write_mu_);
   if (static_cast<int>(List().size()) >= limits_.max_glossaries) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -437,9 +454,11 @@ absl::StatusOr<std::shared_ptr<const Glossary>> GlossaryStore::Update(
       *it = std::move(d);
     } else {
       it->entries = Merged(it->entries, d.entries);
+      it->table = nullptr;  // compiled again below
     }
   }
   if (auto s = Check(g->name, &g->dictionaries); !s.ok()) return s;
+  Compile(&g->dictionaries);  // the new and changed dictionaries only
   auto stamp = Persist(g->id, g.get());
   if (!stamp.ok()) return stamp.status();
   Publish(g, *stamp);
@@ -451,18 +470,10 @@ absl::Status GlossaryStore::DeleteDictionary(const std::string& id, const std::s
   absl::MutexLock write(&write_mu_);
   auto current = Get(id);
   if (!current.ok()) return current.status();
+  const GlossaryDictionary* gone = (*current)->Find(source, target);
+  if (gone == nullptr) return absl::NotFoundError((*current)->MissingPair(source, target));
   auto g = std::make_shared<Glossary>(**current);
-  const std::string s = text::CanonicalLanguage(source), t = text::CanonicalLanguage(target);
-  const auto it = std::find_if(g->dictionaries.begin(), g->dictionaries.end(),
-                               [&](const GlossaryDictionary& d) {
-                                 return d.source_language == s && d.target_language == t;
-                               });
-  if (s.empty() || t.empty() || it == g->dictionaries.end()) {
-    return absl::NotFoundError(absl::StrCat("glossary '", id, "' has no dictionary from '",
-                                            source.substr(0, 32), "' to '", target.substr(0, 32),
-                                            "'"));
-  }
-  g->dictionaries.erase(it);
+  g->dictionaries.erase(g->dictionaries.begin() + (gone - (*current)->dictionaries.data()));
   if (g->dictionaries.empty()) {
     if (auto st = Persist(id, nullptr); !st.ok()) return st.status();
     Forget(id);
@@ -486,17 +497,8 @@ absl::StatusOr<std::shared_ptr<const text::TermTable>> GlossaryStore::TermsFor(
     const std::string& id, const std::string& source, const std::string& target) const {
   auto g = Get(id);
   if (!g.ok()) return g.status();
-  const std::string s = text::CanonicalLanguage(source), t = text::CanonicalLanguage(target);
-  const GlossaryDictionary* d = (*g)->Find(s, t);
-  if (d == nullptr) {
-    std::string pairs;
-    for (const GlossaryDictionary& x : (*g)->dictionaries) {
-      absl::StrAppend(&pairs, pairs.empty() ? "" : ", ", x.source_language, "-", x.target_language);
-    }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "glossary '", id, "' has no dictionary from '", s.empty() ? source.substr(0, 32) : s,
-        "' to '", t.empty() ? target.substr(0, 32) : t, "' (it has ", pairs, ")"));
-  }
+  const GlossaryDictionary* d = (*g)->Find(source, target);
+  if (d == nullptr) return absl::InvalidArgumentError((*g)->MissingPair(source, target));
   return d->table;
 }
 

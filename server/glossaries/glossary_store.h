@@ -28,7 +28,7 @@ struct GlossaryDictionary {
   std::string source_language;  // canonical (text::CanonicalLanguage)
   std::string target_language;
   std::vector<text::Term> entries;               // in the order given
-  std::shared_ptr<const text::TermTable> table;  // built from `entries` when stored
+  std::shared_ptr<const text::TermTable> table;  // compiled from `entries` once, when stored
 };
 
 struct Glossary {
@@ -37,8 +37,10 @@ struct Glossary {
   absl::Time created;
   std::vector<GlossaryDictionary> dictionaries;  // sorted by pair
 
-  // Its dictionary for the pair (canonical codes), or null.
+  // Its dictionary for the pair (any form of the codes: "EN-GB", "deu"), or null.
   const GlossaryDictionary* Find(const std::string& source, const std::string& target) const;
+  // Why Find found nothing: the message names the pairs it has.
+  std::string MissingPair(const std::string& source, const std::string& target) const;
   size_t entry_count() const;
 };
 
@@ -101,7 +103,7 @@ class GlossaryStore {
   // Writes (or, with null, removes) the glossary's file; the written file's stamp. Called with
   // write_mu_ held.
   absl::StatusOr<FileStamp> Persist(const std::string& id, const Glossary* glossary);
-  // Validates and canonicalises; builds the tables.
+  // Validates and canonicalises (the tables are compiled after).
   absl::Status Check(const std::string& name, std::vector<GlossaryDictionary>* dictionaries) const;
   std::string PathOf(const std::string& id) const;
   // A glossary file, checked (its id must be `id`) and compiled.

@@ -7,8 +7,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/grpc_status.h"
 #include "server/http/deepl_request.h"
 #include "server/http/libretranslate_languages.h"
+#include "server/http/native_api.h"
 #include "text/language_code.h"
 #include "text/language_detector.h"
 #include "text/utf8_chars.h"
@@ -37,30 +39,28 @@ HttpReply NoContent() {
 
 HttpReply ErrorOf(const DeeplError& e) { return DeeplErrorReply(e.status, e.message); }
 
-// A failed backend call in DeepL's statuses.
+// A failed backend call: the native API's status for its code (HttpStatusOf), but a key
+// failure is 403 as DeepL answers it; DeepL's {"message"} body.
 HttpReply BackendError(const grpc::Status& s) {
-  const std::string& m = s.error_message();
-  switch (s.error_code()) {
-    case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::OUT_OF_RANGE:
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return DeeplErrorReply(400, m);
-    case grpc::StatusCode::NOT_FOUND:
-      return DeeplErrorReply(404, m);
-    case grpc::StatusCode::UNAUTHENTICATED:
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return DeeplErrorReply(403, "Authorization failure: a wrong or missing key");
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return DeeplErrorReply(429, absl::StrCat("Too many requests: ", m));
-    case grpc::StatusCode::UNAVAILABLE:
-      return DeeplErrorReply(503, m);
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return DeeplErrorReply(504, m.empty() ? "Deadline exceeded" : m);
-    case grpc::StatusCode::CANCELLED:
-      return DeeplErrorReply(499, m.empty() ? "Cancelled" : m);
-    default:
-      return DeeplErrorReply(500, absl::StrCat("Internal error: ", m));
+  const grpc::StatusCode code = s.error_code();
+  if (code == grpc::StatusCode::UNAUTHENTICATED || code == grpc::StatusCode::PERMISSION_DENIED) {
+    return DeeplErrorReply(403, "Authorization failure: a wrong or missing key");
   }
+  const int status = HttpStatusOf(code);
+  const std::string& m = s.error_message();
+  if (status == 429) return DeeplErrorReply(status, absl::StrCat("Too many requests: ", m));
+  return DeeplErrorReply(status, m.empty() ? CodeName(code) : m);
+}
+
+// The models (what the languages are checked against, and the key with them), or the reply
+// that ends the request.
+std::variant<LtLanguageTable, HttpReply> ServedLanguages(TranslatorBackend& backend,
+                                                         const CallOptions& options,
+                                                         v1::ListModelsResponse* models) {
+  if (const grpc::Status s = backend.ListModels(options, models); !s.ok()) {
+    return BackendError(s);
+  }
+  return LtLanguageTable(*models);
 }
 
 // The glossary store's limits are a quota (456), not a full queue.
@@ -139,10 +139,9 @@ std::variant<Translated, HttpReply> RunTranslate(TranslatorBackend& backend, con
                                                  const CallOptions& options) {
   if (auto e = CheckOptions(a)) return ErrorOf(*e);
   v1::ListModelsResponse models;
-  if (const grpc::Status s = backend.ListModels(options, &models); !s.ok()) {
-    return BackendError(s);
-  }
-  const LtLanguageTable table(models);
+  auto served = ServedLanguages(backend, options, &models);
+  if (auto* reply = std::get_if<HttpReply>(&served)) return *reply;
+  const LtLanguageTable& table = std::get<LtLanguageTable>(served);
   const std::string target = FromDeeplLanguage(a.target_lang);
   if (target.empty() || !table.Lists(target)) {
     return DeeplErrorReply(400, "Value for 'target_lang' not supported.");
@@ -338,10 +337,9 @@ HttpReply DeeplApi::Languages(const HttpInput& input) {
     return DeeplErrorReply(400, "Value for 'type' not supported.");
   }
   v1::ListModelsResponse models;
-  if (const grpc::Status s = backend_.ListModels(OptionsOf(input, f), &models); !s.ok()) {
-    return BackendError(s);
-  }
-  const LtLanguageTable table(models);
+  auto served = ServedLanguages(backend_, OptionsOf(input, f), &models);
+  if (auto* reply = std::get_if<HttpReply>(&served)) return *reply;
+  const LtLanguageTable& table = std::get<LtLanguageTable>(served);
   Json out = Json::array();
   if (type == "source") {
     for (const LtLanguage& l : table.list()) {
@@ -363,11 +361,9 @@ HttpReply DeeplApi::Languages(const HttpInput& input) {
 HttpReply DeeplApi::Usage(const HttpInput& input) {
   auto fields = Fields(input);
   if (auto* reply = std::get_if<HttpReply>(&fields)) return *reply;
-  v1::ListModelsResponse models;  // checks the key
-  const CallOptions options = OptionsOf(input, std::get<DeeplFields>(fields));
-  if (const grpc::Status s = backend_.ListModels(options, &models); !s.ok()) {
-    return BackendError(s);
-  }
+  v1::ListModelsResponse models;
+  auto served = ServedLanguages(backend_, OptionsOf(input, std::get<DeeplFields>(fields)), &models);
+  if (auto* reply = std::get_if<HttpReply>(&served)) return *reply;  // (the key is checked)
   return JsonReply(200,
                    Json{{"character_count", characters_.load()}, {"character_limit", kUnlimited}});
 }
@@ -376,11 +372,9 @@ HttpReply DeeplApi::GlossaryLanguagePairs(const HttpInput& input) {
   auto fields = Fields(input);
   if (auto* reply = std::get_if<HttpReply>(&fields)) return *reply;
   v1::ListModelsResponse models;
-  const CallOptions options = OptionsOf(input, std::get<DeeplFields>(fields));
-  if (const grpc::Status s = backend_.ListModels(options, &models); !s.ok()) {
-    return BackendError(s);
-  }
-  const LtLanguageTable table(models);
+  auto served = ServedLanguages(backend_, OptionsOf(input, std::get<DeeplFields>(fields)), &models);
+  if (auto* reply = std::get_if<HttpReply>(&served)) return *reply;
+  const LtLanguageTable& table = std::get<LtLanguageTable>(served);
   Json pairs = Json::array();
   for (const LtLanguage& l : table.list()) {
     for (const std::string& t : l.targets) {

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -133,20 +134,25 @@ struct HttpFrontEnd::Routes {
     std::string& methods = methods_of_path[path];
     methods = methods.empty() ? method : absl::StrCat(methods, ", ", method);
   }
-  void Route(const char* method, const std::string& path, httplib::Server::Handler handler) {
-    AddMethods(method, path);
-    const std::string_view m = method;
-    if (m == "GET") {
-      server->Get(path, std::move(handler));
-    } else if (m == "POST") {
+  // `handler` for method `m`: a Handler, or for a method with a body one that reads it itself
+  // (httplib has no GET with a content reader).
+  template <typename H>
+  void Register(std::string_view m, const std::string& path, H handler) {
+    if (m == "POST") {
       server->Post(path, std::move(handler));
     } else if (m == "PUT") {
       server->Put(path, std::move(handler));
     } else if (m == "PATCH") {
       server->Patch(path, std::move(handler));
-    } else {
+    } else if (m == "DELETE") {
       server->Delete(path, std::move(handler));
+    } else if constexpr (std::is_same_v<H, httplib::Server::Handler>) {
+      server->Get(path, std::move(handler));
     }
+  }
+  void Route(const char* method, const std::string& path, httplib::Server::Handler handler) {
+    AddMethods(method, path);
+    Register(method, path, std::move(handler));
   }
 
   void Record(const char* api, const char* route, int status, absl::Time start) {
@@ -182,22 +188,13 @@ struct HttpFrontEnd::Routes {
       return;
     }
     AddMethods(method, path);
-    httplib::Server::HandlerWithContentReader handler =
-        [unary](const httplib::Request& req, httplib::Response& res,
-                const httplib::ContentReader& reader) {
-          // An unreadable body is answered by httplib's status and the error handler.
-          if (auto in = InputWithBody(req, reader)) unary.answer(*in, res);
-        };
-    const std::string_view m = method;
-    if (m == "POST") {
-      server->Post(path, std::move(handler));
-    } else if (m == "PUT") {
-      server->Put(path, std::move(handler));
-    } else if (m == "PATCH") {
-      server->Patch(path, std::move(handler));
-    } else {
-      server->Delete(path, std::move(handler));
-    }
+    Register(method, path,
+             httplib::Server::HandlerWithContentReader(
+                 [unary](const httplib::Request& req, httplib::Response& res,
+                         const httplib::ContentReader& reader) {
+                   // An unreadable body is answered by httplib's status and the error handler.
+                   if (auto in = InputWithBody(req, reader)) unary.answer(*in, res);
+                 }));
   }
 
   // The page's files (GET / and /static/NAME). The page makes no request outside this server,
