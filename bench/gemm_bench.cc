@@ -26,6 +26,9 @@
 
 ABSL_FLAG(int, repeats, 12, "Timed calls per path and shape (the fastest is reported)");
 ABSL_FLAG(std::string, rows, "1,4,8,16,32,64,128,256,800", "Row counts to measure");
+ABSL_FLAG(std::string, shapes, "1536x512,512x512,2048x512,512x2048,58101x512",
+          "Products to measure, NxK (default: opus-mt-base's fused QKV, attention out, FFN in, "
+          "FFN out and vocabulary projection; NLLB-600M's are 1024x1024,4096x1024,1024x4096)");
 ABSL_FLAG(std::string, json, "", "Write results here");
 
 namespace transerve {
@@ -66,10 +69,16 @@ int Run() {
     int64_t v;
     if (absl::SimpleAtoi(r, &v)) row_counts.push_back(v);
   }
-  // [N, K] of the base model's products: fused QKV, attention out, FFN in, FFN out, the
-  // vocabulary projection.
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {
-      {1536, 512}, {512, 512}, {2048, 512}, {512, 2048}, {58101, 512}};
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_shapes), ',')) {
+    const std::vector<absl::string_view> nk = absl::StrSplit(s, 'x');
+    int64_t n, k;
+    if (nk.size() != 2 || !absl::SimpleAtoi(nk[0], &n) || !absl::SimpleAtoi(nk[1], &k)) {
+      std::fprintf(stderr, "--shapes: '%s' is not NxK\n", std::string(s).c_str());
+      return 2;
+    }
+    shapes.emplace_back(n, k);
+  }
   const WeightFormat formats[] = {WeightFormat::kFloat32, WeightFormat::kBFloat16,
                                   WeightFormat::kInt8};
   nlohmann::json results = nlohmann::json::array();
