@@ -164,8 +164,8 @@ void Int8Panel(const void* x_rows, const float* x_scales, int64_t m, int64_t dep
                const Int8PanelWeights& panel, float* out, int64_t ldc, int width) {
   const int16_t* x = static_cast<const int16_t*>(x_rows);
   // Blocks of four rows: their eight sums, two weight vectors and a broadcast fit the sixteen
-  // registers. With six, GCC kept some sums on the stack and NLLB-600M's products ran at 0.6x
-  // the speed (docs/engine.md, "Instruction-set levels").
+  // registers. With six, GCC kept some sums on the stack, and NLLB-600M's products ran at
+  // 0.53-0.75x the speed (docs/engine.md, "Products with model weights").
   for (int eighth = 0; eighth < 4 && eighth * 8 < width; ++eighth) {
     ForRowBlocks<4, 2, 1>(m, [&](auto rows, int64_t r) {
       Int8Slice<rows()>(x + r * 4, x_scales + r, depth, 4 * m, panel, out + r * ldc, ldc, width,
