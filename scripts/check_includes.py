@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks which folder includes which (docs/architecture.md section 7).
 
-Reads every #include of the C++ and CUDA sources under model/, text/, pipeline/, server/, client/
+Reads every #include of the C++ and CUDA sources under model/, text/, files/, pipeline/, server/, client/
 and cli/ (bench/, tests/ and fuzz/ are exempt) and prints each one a rule forbids as
 
     path:line: rule: included header
@@ -19,7 +19,7 @@ import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 SOURCE_SUFFIXES = (".h", ".hh", ".hpp", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".inc")
-CHECKED_FOLDERS = ("model", "text", "pipeline", "server", "client", "cli")
+CHECKED_FOLDERS = ("model", "text", "files", "pipeline", "server", "client", "cli")
 
 # The offline translator, until it moves to cli/: checked as cli/ is.
 OFFLINE_TRANSLATOR = "client/translate_main.cc"
@@ -28,8 +28,8 @@ TOKENIZER_PROTO = "model/tokenizer/sentencepiece_model.pb.h"
 # What the server and the offline translator may use of the engine.
 ENGINE_API = ("model/translator/", "model/decoding/", "model/core/", "model/tokenizer/")
 # Folders of this repository; a client may include none of them but its own.
-PROJECT_FOLDERS = ("model/", "text/", "pipeline/", "server/", "cli/", "bench/", "tests/", "fuzz/",
-                   "tools/", "proto/")
+PROJECT_FOLDERS = ("model/", "text/", "files/", "pipeline/", "server/", "cli/", "bench/", "tests/",
+                   "fuzz/", "tools/", "proto/")
 # Device code: the CUDA toolkit's headers and the backend behind model/ops.
 CUDA_HEADER = re.compile(r"^(cuda|cublas|curand|cusparse|cufft|cusolver|nvrtc|nccl|cudnn)\w*\.h")
 DEVICE_HEADERS = ("model/ops/cpu/", "model/ops/cuda/")
@@ -80,6 +80,12 @@ RULES = (
      "text/ (documents <-> segments) includes nothing else of this repository: no model/, "
      "pipeline/, server/, client/ or cli/, no gRPC, no proto-generated and no CUDA header",
      lambda p: in_folder(p, "text"),
+     lambda h: (h.startswith(("model/", "pipeline/", "server/", "client/", "cli/")) or is_grpc(h)
+                or is_service_proto(h) or is_cuda(h))),
+    ("files-over-text",
+     "files/ (file formats <-> the text layer's units) uses text/ only: no model/, pipeline/, "
+     "server/, client/ or cli/, no gRPC, no proto-generated and no CUDA header",
+     lambda p: in_folder(p, "files"),
      lambda h: (h.startswith(("model/", "pipeline/", "server/", "client/", "cli/")) or is_grpc(h)
                 or is_service_proto(h) or is_cuda(h))),
     ("pipeline-between",

@@ -80,6 +80,8 @@ VIOLATIONS = [
     ("text/html_document.cc", "server/admission.h", "text-pure"),
     ("text/sentence_splitter.cc", "grpcpp/grpcpp.h", "text-pure"),
     ("text/language_detector.cc", "transerve/v1/translator.pb.h", "text-pure"),
+    ("files/subtitle_file.cc", "pipeline/document_segments.h", "files-over-text"),
+    ("files/subtitle_file.cc", "server/http/http_server.h", "files-over-text"),
     ("pipeline/document_segments.cc", "model/ops/ops.h", "pipeline-between"),
     ("pipeline/document_segments.cc", "server/request_validation.h", "pipeline-between"),
     ("pipeline/document_segments.cc", "grpcpp/grpcpp.h", "pipeline-between"),

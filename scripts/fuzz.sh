@@ -18,7 +18,8 @@ esac
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTRANSERVE_FUZZ=ON -DTRANSERVE_SANITIZE=address,undefined -DTRANSERVE_BUILD_TESTS=OFF \
   -DTRANSERVE_CUDA=OFF >/dev/null
-targets=(safetensors pytorch_checkpoint ctranslate2_model_bin spm request html_document http_request)
+targets=(safetensors pytorch_checkpoint ctranslate2_model_bin spm request html_document http_request
+  subtitle_file)
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/%/_fuzzer}"
 
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1"
