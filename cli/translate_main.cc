@@ -2,6 +2,7 @@
 // stdout, in input order; or (--document) all of stdin as one document. Each text is read by
 // the text layer (sentences, markup, protected spans: docs/text.md) as the server reads it.
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/str_cat.h"
+#include "files/file_format.h"
 #include "model/core/logging.h"
 #include "model/translator/engine_process.h"
 #include "model/translator/translator.h"
@@ -56,6 +58,10 @@ ABSL_FLAG(bool, protect_spans, true,
           "Pass format specifiers, URLs, e-mail addresses and file paths through untranslated");
 ABSL_FLAG(bool, document, false,
           "Read all of stdin as one document and write its translation, layout kept");
+ABSL_FLAG(std::string, file, "",
+          "Translate this file, its format chosen by its extension (.srt, .vtt: docs/files.md), "
+          "instead of stdin; the translated file goes to --output");
+ABSL_FLAG(std::string, output, "", "With --file: write the translated file here (else stdout)");
 ABSL_FLAG(std::string, language, "en",
           "The source's language: its sentence break rules, and the code an M2M-100 / NLLB-200 "
           "source starts with");
@@ -232,6 +238,47 @@ int Run() {
     return out;
   };
 
+  if (const std::string path = absl::GetFlag(FLAGS_file); !path.empty()) {
+    const auto file_format = files::FormatOfName(path);
+    if (!file_format) {
+      std::cerr << "transerve-translate: --file: " << path << " is not of a known format ("
+                << files::KnownExtensions() << ")\n";
+      return 2;
+    }
+    std::ifstream in(path, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) {
+      std::cerr << "transerve-translate: --file: cannot read " << path << "\n";
+      return 2;
+    }
+    auto file = files::ReadFile(bytes, *file_format);
+    if (!file.ok()) {
+      std::cerr << "transerve-translate: " << path << ": " << file.status().message() << "\n";
+      return 1;
+    }
+    std::vector<absl::StatusOr<DocumentSegments>> docs;
+    docs.push_back(SegmentFile(**translator, *std::move(file), document_options, settings));
+    auto out = translate_texts(docs);
+    if (!out[0].ok()) {
+      std::cerr << "transerve-translate: " << path << ": " << out[0].status() << "\n";
+      return 1;
+    }
+    const std::string output = absl::GetFlag(FLAGS_output);
+    if (output.empty()) {
+      std::cout << out[0]->text;
+      std::cout.flush();
+      return 0;
+    }
+    std::ofstream written(output, std::ios::binary | std::ios::trunc);
+    written << out[0]->text;
+    written.close();
+    if (!written) {
+      std::cerr << "transerve-translate: --output: cannot write " << output << "\n";
+      return 1;
+    }
+    return 0;
+  }
+
   if (absl::GetFlag(FLAGS_document)) {
     std::string all((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
     std::vector<absl::StatusOr<DocumentSegments>> docs;
@@ -290,7 +337,8 @@ int main(int argc, char** argv) {
       "Translates stdin to stdout, one text per line (or --document: all of it as one).\n"
       "  transerve-translate --model_dir=DIR [--beam_size=N] [--max_length=N] [--batch_size=N]\n"
       "                      [--format=text|html] [--split_sentences=false] [--document]\n"
-      "                      [--output_format=text|jsonl] < input.txt");
+      "                      [--output_format=text|jsonl] < input.txt\n"
+      "  transerve-translate --model_dir=DIR --file=IN.srt|IN.vtt [--output=OUT]");
   absl::FlagsUsageConfig config;
   config.contains_help_flags = [](absl::string_view) { return true; };
   absl::SetFlagsUsageConfig(config);

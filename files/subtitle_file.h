@@ -17,12 +17,13 @@
 
 #include "absl/status/statusor.h"
 #include "text/marked_text.h"
+#include "text/unit_file.h"
 
 namespace transerve::files {
 
 enum class SubtitleFormat { kSubRip, kWebVtt };
 
-class SubtitleFile {
+class SubtitleFile : public text::UnitFile {
  public:
   // INVALID_ARGUMENT, saying why, for a file that is not of the format: a WebVTT file without
   // its WEBVTT line, text that is not UTF-8, a non-empty file with no cue timing line. Blocks
@@ -31,17 +32,18 @@ class SubtitleFile {
 
   // The texts to translate, in file order, inline tags lifted out (WebVTT's character
   // references decoded).
-  const std::vector<text::MarkedText>& units() const { return units_; }
+  const std::vector<text::MarkedText>& units() const override { return units_; }
 
   // Text runs of a translation are written through this before Render (text::InsertTags's
   // `escape`): WebVTT escapes &, < and >; SubRip has no escapes.
   std::string Escape(std::string_view text) const;
+  std::string EscapeUnitText(size_t, std::string_view text) const override { return Escape(text); }
 
   // The file with unit i's text replaced by `translations[i]` (markup in place, text escaped),
   // each cue broken into its line count again. A unit given its own source back (InsertTags
   // over an identity alignment) is written as the file had it, so Render of the sources is the
   // file byte for byte.
-  std::string Render(const std::vector<std::string>& translations) const;
+  std::string Render(const std::vector<std::string>& translations) const override;
 
   size_t cue_count() const { return cues_.size(); }
 

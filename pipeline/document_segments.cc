@@ -43,10 +43,12 @@ absl::StatusOr<std::vector<int32_t>> TokenizeSegment(const Translator& translato
   return FitToLimit(*std::move(ids), settings);
 }
 
-absl::StatusOr<DocumentSegments> SegmentDocument(const Translator& translator,
-                                                 std::string_view text,
-                                                 const text::DocumentOptions& options,
-                                                 const SegmentSettings& settings) {
+namespace {
+
+// The document `build` makes under the model's limit, with each segment's source ids.
+absl::StatusOr<DocumentSegments> Segment(
+    const Translator& translator, const SegmentSettings& settings,
+    const std::function<absl::StatusOr<text::Document>(const text::SegmentLimit&)>& build) {
   // The limit check tokenizes every sentence; what it tokenized is kept, so that a segment the
   // model sees as written (no stand-ins, the usual case) is not tokenized a second time.
   absl::flat_hash_map<std::string, std::vector<int32_t>> tokenized;
@@ -61,7 +63,7 @@ absl::StatusOr<DocumentSegments> SegmentDocument(const Translator& translator,
     tokenized.insert_or_assign(std::string(s), *std::move(ids));
     return n;
   };
-  auto document = text::Document::Build(text, options, limit);
+  auto document = build(limit);
   if (!document.ok()) return document.status();
   DocumentSegments out{*std::move(document), {}};
   out.ids.reserve(out.document.segment_count());
@@ -74,6 +76,27 @@ absl::StatusOr<DocumentSegments> SegmentDocument(const Translator& translator,
     out.ids.push_back(*std::move(ids));
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<DocumentSegments> SegmentDocument(const Translator& translator,
+                                                 std::string_view text,
+                                                 const text::DocumentOptions& options,
+                                                 const SegmentSettings& settings) {
+  return Segment(translator, settings, [&](const text::SegmentLimit& limit) {
+    return text::Document::Build(text, options, limit);
+  });
+}
+
+absl::StatusOr<DocumentSegments> SegmentFile(const Translator& translator,
+                                             std::unique_ptr<text::UnitFile> file,
+                                             const text::DocumentOptions& options,
+                                             const SegmentSettings& settings) {
+  return Segment(translator, settings,
+                 [&](const text::SegmentLimit& limit) -> absl::StatusOr<text::Document> {
+                   return text::Document::FromFile(std::move(file), options, limit);
+                 });
 }
 
 text::AlignedTranslation ToAligned(const TranslationSides& sides, std::string_view model_text,

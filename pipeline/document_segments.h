@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,6 +43,12 @@ absl::StatusOr<DocumentSegments> SegmentDocument(const Translator& translator,
                                                  std::string_view text,
                                                  const text::DocumentOptions& options,
                                                  const SegmentSettings& settings);
+
+// A file a format's reader cut into units (text::Document::FromFile), segmented the same way.
+absl::StatusOr<DocumentSegments> SegmentFile(const Translator& translator,
+                                             std::unique_ptr<text::UnitFile> file,
+                                             const text::DocumentOptions& options,
+                                             const SegmentSettings& settings);
 
 // The models a translation went through: one, or the two legs of a pivot (the source ids are
 // the first's, the target ids the second's, and the alignment joins the two).

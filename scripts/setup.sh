@@ -18,6 +18,8 @@ BUILD_PACKAGES=(
 TOOL_PACKAGES=(
   python3 python3-torch python3-numpy python3-sentencepiece sentencepiece
 )
+# Independent readers of the files the file layer writes (tests/files): SubRip and WebVTT.
+FILE_TEST_PACKAGES=(python3-srt python3-webvtt)
 
 # The deployment tests (tests/deploy): nginx as the gRPC load balancer, the compose file's
 # validator (docker-compose v1 reads it; no Docker engine needed), YAML for the k8s checks.
@@ -34,10 +36,12 @@ BENCH_PACKAGES=(python3-matplotlib)
 
 case "${1:-}" in
   --build-only) WANTED=("${BUILD_PACKAGES[@]}") ;;
-  --bench) WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}" "${DEPLOY_TEST_PACKAGES[@]}"
+  --bench) WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}" "${FILE_TEST_PACKAGES[@]}"
+                   "${DEPLOY_TEST_PACKAGES[@]}"
                    "${BROWSER_TEST_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}" "${CACHE_PACKAGES[@]}"
                    "${BENCH_PACKAGES[@]}") ;;
-  "") WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}" "${DEPLOY_TEST_PACKAGES[@]}"
+  "") WANTED=("${BUILD_PACKAGES[@]}" "${TOOL_PACKAGES[@]}" "${FILE_TEST_PACKAGES[@]}"
+            "${DEPLOY_TEST_PACKAGES[@]}"
             "${BROWSER_TEST_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}" "${CACHE_PACKAGES[@]}") ;;
   *) echo "usage: setup.sh [--build-only | --bench]" >&2; exit 2 ;;
 esac

@@ -30,23 +30,30 @@ Document::~Document() = default;
 
 absl::StatusOr<Document> Document::Build(std::string_view input, const DocumentOptions& options,
                                          const SegmentLimit& limit) {
-  Document doc;
   if (options.format == Format::kHtml) {
     auto html = HtmlDocument::Parse(input, options.untranslated_elements);
     if (!html.ok()) return html.status();
-    doc.html_ = std::make_unique<HtmlDocument>(*std::move(html));
-    for (size_t u = 0; u < doc.html_->units().size(); ++u) {
-      Unit& unit = doc.units_.emplace_back();
-      unit.marked = doc.html_->units()[u];
-      unit.attribute = doc.html_->IsAttribute(u);
-    }
-  } else {
-    doc.units_.emplace_back().marked.text = std::string(input);
+    return FromFile(std::make_unique<HtmlDocument>(*std::move(html)), options, limit);
   }
+  Document doc;
+  doc.units_.emplace_back().marked.text = std::string(input);
+  doc.AddSegments(options, limit);
+  return doc;
+}
 
+Document Document::FromFile(std::unique_ptr<UnitFile> file, const DocumentOptions& options,
+                            const SegmentLimit& limit) {
+  Document doc;
+  for (const MarkedText& marked : file->units()) doc.units_.emplace_back().marked = marked;
+  doc.file_ = std::move(file);
+  doc.AddSegments(options, limit);
+  return doc;
+}
+
+void Document::AddSegments(const DocumentOptions& options, const SegmentLimit& limit) {
   const SplitOptions split{options.split_sentences, options.language};
-  for (size_t u = 0; u < doc.units_.size(); ++u) {
-    Unit& unit = doc.units_[u];
+  for (size_t u = 0; u < units_.size(); ++u) {
+    Unit& unit = units_[u];
     const std::string_view text = unit.marked.text;
     const bool has_tags = !unit.marked.tags.empty();
     auto add_segment = [&](ByteRange r) {
@@ -55,8 +62,8 @@ absl::StatusOr<Document> Document::Build(std::string_view input, const DocumentO
       seg.range = r;
       seg.protect = Protect(text.substr(r.begin, r.end - r.begin), options.protect);
       seg.needs_alignment = has_tags || !seg.protect.spans.empty();
-      unit.items.push_back({{}, static_cast<int>(doc.segments_.size())});
-      doc.segments_.push_back(std::move(seg));
+      unit.items.push_back({{}, static_cast<int>(segments_.size())});
+      segments_.push_back(std::move(seg));
     };
     auto add_layout = [&](ByteRange r) {
       if (!r.empty()) unit.items.push_back({r, -1});
@@ -85,7 +92,6 @@ absl::StatusOr<Document> Document::Build(std::string_view input, const DocumentO
       }
     }
   }
-  return doc;
 }
 
 AlignedTranslation Document::Restore(size_t i, AlignedTranslation t) const {
@@ -93,8 +99,8 @@ AlignedTranslation Document::Restore(size_t i, AlignedTranslation t) const {
 }
 
 std::string Document::Escape(const Unit& unit, std::string_view s) const {
-  if (!html_) return std::string(s);
-  return unit.attribute ? html_->EscapeAttribute(s) : html_->EscapeText(s);
+  if (!file_) return std::string(s);
+  return file_->EscapeUnitText(static_cast<size_t>(&unit - units_.data()), s);
 }
 
 std::string Document::AssembleUnit(const Unit& unit,
@@ -157,11 +163,11 @@ std::string Document::AssembleUnit(const Unit& unit,
 
 std::string Document::Assemble(std::span<const AlignedTranslation> restored) const {
   if (units_.empty()) return "";
-  if (!html_) return AssembleUnit(units_.front(), restored);
+  if (!file_) return AssembleUnit(units_.front(), restored);
   std::vector<std::string> outputs;
   outputs.reserve(units_.size());
   for (const Unit& unit : units_) outputs.push_back(AssembleUnit(unit, restored));
-  return html_->Render(outputs);
+  return file_->Render(outputs);
 }
 
 std::string Document::Prefix(size_t i) const {

@@ -17,6 +17,7 @@
 #include "text/marked_text.h"
 #include "text/protected_spans.h"
 #include "text/sentence_splitter.h"
+#include "text/unit_file.h"
 
 namespace transerve::text {
 
@@ -42,6 +43,10 @@ class Document {
  public:
   static absl::StatusOr<Document> Build(std::string_view input, const DocumentOptions& options,
                                         const SegmentLimit& limit);
+  // A file a format's reader cut into units (options.format is not read): each unit is cut
+  // into segments as an HTML block is, and Assemble writes the file through file->Render.
+  static Document FromFile(std::unique_ptr<UnitFile> file, const DocumentOptions& options,
+                           const SegmentLimit& limit);
 
   Document();  // an empty document: no segments, nothing to write
   Document(Document&&) noexcept;
@@ -65,7 +70,7 @@ class Document {
 
   // Plain text only (no markup): the output can be sent in order as segments complete.
   // Assemble() == Prefix(0) + r0.target + ... + Prefix(n-1) + r(n-1).target + Suffix().
-  bool streams_by_segment() const { return !html_; }
+  bool streams_by_segment() const { return !file_; }
   std::string Prefix(size_t i) const;  // the layout between segment i-1 (or the start) and i
   std::string Suffix() const;          // the layout after the last segment
 
@@ -78,7 +83,6 @@ class Document {
   };
   struct Unit {
     MarkedText marked;
-    bool attribute = false;
     // Layout and segments in order: layout is a range of marked.text, a segment its index.
     struct Item {
       ByteRange layout;
@@ -87,10 +91,12 @@ class Document {
     std::vector<Item> items;
   };
 
+  // Cuts every unit into segments and layout.
+  void AddSegments(const DocumentOptions& options, const SegmentLimit& limit);
   std::string AssembleUnit(const Unit& unit, std::span<const AlignedTranslation> restored) const;
   std::string Escape(const Unit& unit, std::string_view s) const;
 
-  std::unique_ptr<HtmlDocument> html_;  // null for plain text
+  std::unique_ptr<UnitFile> file_;  // null for plain text
   std::vector<Unit> units_;
   std::vector<Segment> segments_;
 };

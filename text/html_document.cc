@@ -732,6 +732,10 @@ bool HtmlDocument::IsAttribute(size_t unit) const {
   return unit < impl_->doc.info.size() && impl_->doc.info[unit].attribute;
 }
 
+std::string HtmlDocument::EscapeUnitText(size_t unit, std::string_view text) const {
+  return IsAttribute(unit) ? EscapeAttribute(text) : EscapeText(text);
+}
+
 std::string HtmlDocument::EscapeText(std::string_view text) const {
   return Escape(text, impl_->doc.text_spellings, /*attribute=*/false);
 }

@@ -19,10 +19,11 @@
 
 #include "absl/status/statusor.h"
 #include "text/marked_text.h"
+#include "text/unit_file.h"
 
 namespace transerve::text {
 
-class HtmlDocument {
+class HtmlDocument : public UnitFile {
  public:
   // INVALID_ARGUMENT only where the input cannot be handled safely (nesting deeper than a
   // fixed limit); any other input, however broken, parses as a browser would.
@@ -33,15 +34,17 @@ class HtmlDocument {
 
   HtmlDocument(HtmlDocument&&) noexcept;
   HtmlDocument& operator=(HtmlDocument&&) noexcept;
-  ~HtmlDocument();
+  ~HtmlDocument() override;
 
   // The translatable units, in document order. Entities are decoded in their text.
-  const std::vector<MarkedText>& units() const;
+  const std::vector<MarkedText>& units() const override;
   // The document with unit i replaced by `translations[i]` (as InsertTags wrote it, through
   // EscapeText for a block or EscapeAttribute for an attribute); all else byte for byte.
-  std::string Render(const std::vector<std::string>& translations) const;
+  std::string Render(const std::vector<std::string>& translations) const override;
   // Whether unit i is an attribute value (escaped with EscapeAttribute) or block text.
   bool IsAttribute(size_t unit) const;
+  // EscapeAttribute for an attribute's unit, else EscapeText.
+  std::string EscapeUnitText(size_t unit, std::string_view text) const override;
 
   // Escapes text for the output: &, <, > (and " in attributes), characters the source wrote as
   // entities written again as those entities.
