@@ -207,7 +207,9 @@ absl::StatusOr<SubtitleFile> SubtitleFile::Parse(std::string_view file, Subtitle
     out.cues_.push_back(std::move(cue));
     i = text_end;
   }
-  if (!any_timing && !IsBlank(body) && subrip) {
+  const bool all_blank =
+      std::all_of(lines.begin(), lines.end(), [](const Line& l) { return IsBlank(l.text); });
+  if (subrip && !any_timing && !all_blank) {
     return absl::InvalidArgumentError(
         "not a SubRip file: no cue timing line (hh:mm:ss,mmm --> hh:mm:ss,mmm) was found");
   }

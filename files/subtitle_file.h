@@ -26,7 +26,7 @@ enum class SubtitleFormat { kSubRip, kWebVtt };
 class SubtitleFile : public text::UnitFile {
  public:
   // INVALID_ARGUMENT, saying why, for a file that is not of the format: a WebVTT file without
-  // its WEBVTT line, text that is not UTF-8, a non-empty file with no cue timing line. Blocks
+  // its WEBVTT line, text that is not UTF-8, a SubRip file with text but no timing line. Blocks
   // that are not cues inside an otherwise valid file are kept as they are.
   static absl::StatusOr<SubtitleFile> Parse(std::string_view file, SubtitleFormat format);
 

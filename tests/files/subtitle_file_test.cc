@@ -208,7 +208,13 @@ TEST(SubtitleFile, BadFilesAreRefusedWithTheReason) {
   auto bad_utf8 =
       SubtitleFile::Parse("1\n00:00:01,000 --> 00:00:02,000\n\xC3(\n", SubtitleFormat::kSubRip);
   EXPECT_THAT(std::string(bad_utf8.status().message()), HasSubstr("invalid UTF-8 at byte 32"));
-  EXPECT_TRUE(SubtitleFile::Parse("", SubtitleFormat::kSubRip).ok());
+  // An empty file, or one of blank lines only, has no cues and nothing wrong.
+  for (const char* empty : {"", "\n\n", "\xEF\xBB\xBF \r\n"}) {
+    auto parsed = SubtitleFile::Parse(empty, SubtitleFormat::kSubRip);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(parsed->cue_count(), 0u);
+    EXPECT_EQ(parsed->Render({}), empty);
+  }
 }
 
 TEST(BreakIntoLines, LinesOfAboutEqualLengthAtSpacesOutsideTags) {
