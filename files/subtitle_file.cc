@@ -181,26 +181,25 @@ absl::StatusOr<SubtitleFile> SubtitleFile::Parse(std::string_view file, Subtitle
     cue.line_count = text_end - i;
     cue.line_ending = std::string(lines[i].ending.empty() ? "\n" : lines[i].ending);
     cue.last_ending = std::string(lines[text_end - 1].ending);
+    std::vector<std::string> source_lines;
     for (size_t j = i; j < text_end; ++j) {
-      cue.source_lines.emplace_back(lines[j].text);
+      source_lines.emplace_back(lines[j].text);
       cue.source_bytes.append(lines[j].whole());
     }
     std::vector<std::string> unit_sources;
-    if (IsDialogue(cue.source_lines)) {
-      unit_sources = cue.source_lines;
+    if (IsDialogue(source_lines)) {
+      unit_sources = std::move(source_lines);
     } else {
       std::string joined;
-      for (const std::string& l : cue.source_lines) {
+      for (const std::string& l : source_lines) {
         if (!joined.empty()) joined.push_back(' ');
         joined.append(StripSpaces(l));
       }
       unit_sources.push_back(std::move(joined));
     }
     cue.unit_count = unit_sources.size();
-    for (std::string& source : unit_sources) {
-      text::MarkedText unit = LiftSubtitleTags(source, subrip);
-      out.unit_sources_.push_back(WriteSubtitleMarkup(unit, subrip));
-      out.units_.push_back(std::move(unit));
+    for (const std::string& source : unit_sources) {
+      out.units_.push_back(LiftSubtitleTags(source, subrip));
     }
     out.pieces_.push_back({std::move(layout), static_cast<int>(out.cues_.size())});
     layout.clear();
@@ -218,36 +217,30 @@ absl::StatusOr<SubtitleFile> SubtitleFile::Parse(std::string_view file, Subtitle
 }
 
 std::string SubtitleFile::Escape(std::string_view text) const {
-  return EscapeSubtitleText(text, format_ == SubtitleFormat::kSubRip);
+  return EscapeSubtitleText(text, subrip());
 }
 
 std::string SubtitleFile::Render(const std::vector<std::string>& translations) const {
+  // A unit missing from `translations` keeps its source.
+  auto translation = [&](size_t u) {
+    return u < translations.size() ? translations[u] : WriteSubtitleMarkup(units_[u], subrip());
+  };
   std::string out;
   for (const Piece& piece : pieces_) {
     out.append(piece.layout);
     if (piece.cue < 0) continue;
     const Cue& cue = cues_[static_cast<size_t>(piece.cue)];
+    std::vector<std::string> lines;
     bool unchanged = true;
     for (size_t u = cue.first_unit; u < cue.first_unit + cue.unit_count; ++u) {
-      unchanged = unchanged && u < translations.size() && translations[u] == unit_sources_[u];
+      lines.push_back(translation(u));
+      unchanged = unchanged && lines.back() == WriteSubtitleMarkup(units_[u], subrip());
     }
-    if (unchanged) {
+    if (unchanged) {  // the cue's lines as the file had them
       out.append(cue.source_bytes);
       continue;
     }
-    std::vector<std::string> lines;
-    if (cue.unit_count > 1) {
-      for (size_t u = cue.first_unit; u < cue.first_unit + cue.unit_count; ++u) {
-        lines.push_back(u < translations.size() ? translations[u] : unit_sources_[u]);
-      }
-    } else {
-      const size_t u = cue.first_unit;
-      lines = BreakIntoLines(u < translations.size() ? translations[u] : unit_sources_[u],
-                             cue.line_count);
-    }
-    // An empty translation keeps one (empty) line: a cue's text never disappears into the
-    // blank line that ends it.
-    if (lines.empty()) lines.emplace_back();
+    if (cue.unit_count == 1) lines = BreakIntoLines(lines[0], cue.line_count, subrip());
     for (size_t l = 0; l < lines.size(); ++l) {
       out.append(lines[l]);
       out.append(l + 1 < lines.size() ? cue.line_ending : cue.last_ending);
@@ -256,7 +249,7 @@ std::string SubtitleFile::Render(const std::vector<std::string>& translations) c
   return out;
 }
 
-std::vector<std::string> BreakIntoLines(std::string_view markup, size_t lines) {
+std::vector<std::string> BreakIntoLines(std::string_view markup, size_t lines, bool subrip) {
   // The spaces outside tags where a line may end, with the visible length before each.
   struct Break {
     size_t byte;
@@ -265,7 +258,7 @@ std::vector<std::string> BreakIntoLines(std::string_view markup, size_t lines) {
   std::vector<Break> breaks;
   int64_t visible = 0;
   for (size_t p = 0; p < markup.size();) {
-    const size_t tag_end = SubtitleTagEnd(markup, p);
+    const size_t tag_end = SubtitleTagEnd(markup, p, subrip);
     if (tag_end > p) {
       p = tag_end;
       continue;
@@ -276,14 +269,14 @@ std::vector<std::string> BreakIntoLines(std::string_view markup, size_t lines) {
   }
   std::vector<std::string> out;
   size_t start = 0;
-  int64_t previous = -1;
+  int64_t previous = -1;  // the visible length at the last break taken
   for (size_t k = 1; k < lines && !breaks.empty(); ++k) {
     const double target =
         static_cast<double>(visible) * static_cast<double>(k) / static_cast<double>(lines);
     // The break nearest the target, after the previous one.
     const Break* best = nullptr;
     for (const Break& b : breaks) {
-      if (b.byte < start || b.visible <= previous) continue;
+      if (b.visible <= previous) continue;
       if (best == nullptr || std::abs(static_cast<double>(b.visible) - target) <
                                  std::abs(static_cast<double>(best->visible) - target)) {
         best = &b;

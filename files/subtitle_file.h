@@ -48,13 +48,13 @@ class SubtitleFile : public text::UnitFile {
   size_t cue_count() const { return cues_.size(); }
 
  private:
+  bool subrip() const { return format_ == SubtitleFormat::kSubRip; }
   struct Cue {
     size_t first_unit = 0;
-    size_t unit_count = 0;    // 1, or one per line for a dialogue cue
-    size_t line_count = 0;    // the text's lines in the file
-    std::string line_ending;  // between re-broken lines: the first line's ("\n" or "\r\n")
-    std::string last_ending;  // after the last line ("" at the end of the file)
-    std::vector<std::string> source_lines;  // each line's bytes, without its ending
+    size_t unit_count = 0;     // 1, or one per line for a dialogue cue
+    size_t line_count = 0;     // the text's lines in the file
+    std::string line_ending;   // between re-broken lines: the first line's ("\n" or "\r\n")
+    std::string last_ending;   // after the last line ("" at the end of the file)
     std::string source_bytes;  // the text's lines with their endings, as the file had them
   };
   // The file is layout, cue text, layout, cue text, ..., layout.
@@ -67,11 +67,10 @@ class SubtitleFile : public text::UnitFile {
   std::vector<Piece> pieces_;
   std::vector<Cue> cues_;
   std::vector<text::MarkedText> units_;
-  std::vector<std::string> unit_sources_;  // each unit written back from its MarkedText
 };
 
-// Splits `markup` at spaces outside tags into at most `lines` lines of about equal visible
-// length (tags count for nothing). The spaces at the breaks are dropped.
-std::vector<std::string> BreakIntoLines(std::string_view markup, size_t lines);
+// Splits `markup` at spaces outside the format's tags into at most `lines` lines of about equal
+// visible length (tags count for nothing). The spaces at the breaks are dropped.
+std::vector<std::string> BreakIntoLines(std::string_view markup, size_t lines, bool subrip);
 
 }  // namespace transerve::files

@@ -23,6 +23,6 @@ std::string WriteSubtitleMarkup(const text::MarkedText& marked, bool subrip);
 std::string EscapeSubtitleText(std::string_view text, bool subrip);
 
 // The end of the tag starting at markup[pos], or pos when none starts there.
-size_t SubtitleTagEnd(std::string_view markup, size_t pos, bool subrip = true);
+size_t SubtitleTagEnd(std::string_view markup, size_t pos, bool subrip);
 
 }  // namespace transerve::files

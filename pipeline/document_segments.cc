@@ -33,18 +33,6 @@ absl::StatusOr<std::vector<int32_t>> FitToLimit(std::vector<int32_t> ids,
   return ids;
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<int32_t>> TokenizeSegment(const Translator& translator,
-                                                     std::string_view text,
-                                                     const SegmentSettings& settings) {
-  auto ids = TokenizeWithLanguages(translator, text, settings, settings.truncate);
-  if (!ids.ok()) return ids.status();
-  return FitToLimit(*std::move(ids), settings);
-}
-
-namespace {
-
 // The document `build` makes under the model's limit, with each segment's source ids.
 absl::StatusOr<DocumentSegments> Segment(
     const Translator& translator, const SegmentSettings& settings,
@@ -79,6 +67,14 @@ absl::StatusOr<DocumentSegments> Segment(
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<int32_t>> TokenizeSegment(const Translator& translator,
+                                                     std::string_view text,
+                                                     const SegmentSettings& settings) {
+  auto ids = TokenizeWithLanguages(translator, text, settings, settings.truncate);
+  if (!ids.ok()) return ids.status();
+  return FitToLimit(*std::move(ids), settings);
+}
 
 absl::StatusOr<DocumentSegments> SegmentDocument(const Translator& translator,
                                                  std::string_view text,

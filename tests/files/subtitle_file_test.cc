@@ -218,11 +218,27 @@ TEST(SubtitleFile, BadFilesAreRefusedWithTheReason) {
 }
 
 TEST(BreakIntoLines, LinesOfAboutEqualLengthAtSpacesOutsideTags) {
-  EXPECT_THAT(BreakIntoLines("aaaa bb cc dddd", 2), ElementsAre("aaaa bb", "cc dddd"));
-  EXPECT_THAT(BreakIntoLines("<font color=\"a b\">one two</font>", 2),
+  EXPECT_THAT(BreakIntoLines("aaaa bb cc dddd", 2, true), ElementsAre("aaaa bb", "cc dddd"));
+  EXPECT_THAT(BreakIntoLines("<font color=\"a b\">one two</font>", 2, true),
               ElementsAre("<font color=\"a b\">one", "two</font>"));
-  EXPECT_THAT(BreakIntoLines("one", 3), ElementsAre("one"));
-  EXPECT_THAT(BreakIntoLines("a b c", 3), ElementsAre("a", "b", "c"));
+  // WebVTT's tags are the format's own: a voice's name with a space is one tag.
+  EXPECT_THAT(BreakIntoLines("<v Anna Smith>one two three four", 2, false),
+              ElementsAre("<v Anna Smith>one two", "three four"));
+  EXPECT_THAT(BreakIntoLines("one", 3, true), ElementsAre("one"));
+  EXPECT_THAT(BreakIntoLines("a b c", 3, true), ElementsAre("a", "b", "c"));
+}
+
+// Lifting the tags out and writing them back gives the line again, for every line the random
+// files are made of (well-formed markup, WebVTT's text escaped).
+TEST_P(SubtitleFormats, MarkupLiftedAndWrittenBackIsTheLine) {
+  const bool subrip = GetParam() == SubtitleFormat::kSubRip;
+  std::mt19937 rng(std::random_device{}());
+  for (int i = 0; i < 1000; ++i) {
+    const std::string line = RandomLine(rng, subrip, rng() % 4 == 0);
+    const text::MarkedText m = LiftSubtitleTags(line, subrip);
+    EXPECT_EQ(WriteSubtitleMarkup(m, subrip), line);
+    EXPECT_EQ(m.text.find('<'), std::string::npos) << line;  // no tag left in the text
+  }
 }
 
 }  // namespace
